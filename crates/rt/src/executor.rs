@@ -1,0 +1,581 @@
+//! The single-threaded executor.
+//!
+//! Terminology:
+//! - *task*: a spawned future with an id (its index; ids are never reused within a run).
+//! - *ready list*: tasks woken and not yet polled, oldest first. Which one runs next is a
+//!   scheduling choice made by the strategy, through the choice source.
+//! - *step*: one poll of one task. The step budget counts these.
+//! - *main*: the future given to `block_on`; it is scheduled like a task but lives on the
+//!   caller's stack, so it may borrow.
+//! - *quiescence*: nothing is ready and no timer is pending.
+//!
+//! Time moves only at quiescence of ready work: when no task is ready the clock jumps to the
+//! earliest timer deadline and every timer due then fires, in registration order.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use crate::choice::{Choice, ChoiceKind, ChoiceSource, Feed};
+use crate::outcome::{RunOutcome, TaskInfo};
+use crate::sched::{Scheduler, Strategy};
+use crate::time::TimerQueue;
+use crate::waker::{Inbox, WakeCell};
+use crate::{TaskId, hash};
+
+type LocalFuture = Pin<Box<dyn Future<Output = ()>>>;
+
+/// How a run is fed and bounded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimConfig {
+    pub feed: Feed,
+    pub strategy: Strategy,
+    /// Polls allowed before the run ends with `StepLimit`.
+    pub max_steps: u64,
+    /// Virtual instant beyond which no timer fires; the run ends with `TimeLimit`.
+    pub max_time_ms: u64,
+    /// Keep every choice (needed for replay files and shrinking; off for plain fuzzing).
+    pub record_choices: bool,
+    /// PCT: the expected number of steps, over which change points are spread.
+    pub pct_steps_estimate: u64,
+}
+
+impl SimConfig {
+    /// A run driven by a ChaCha stream from `seed`, uniform random scheduling.
+    pub fn seeded(seed: u64) -> SimConfig {
+        SimConfig {
+            feed: Feed::Seed(seed),
+            strategy: Strategy::Random,
+            max_steps: 50_000_000,
+            max_time_ms: 30 * 24 * 3_600_000,
+            record_choices: true,
+            pct_steps_estimate: 5_000,
+        }
+    }
+
+    /// A run driven by recorded choice values.
+    pub fn replay(values: Vec<u64>) -> SimConfig {
+        SimConfig {
+            feed: Feed::Replay(values),
+            ..SimConfig::seeded(0)
+        }
+    }
+
+    pub fn with_strategy(mut self, strategy: Strategy) -> SimConfig {
+        self.strategy = strategy;
+        self
+    }
+
+    pub fn with_max_steps(mut self, max_steps: u64) -> SimConfig {
+        self.max_steps = max_steps;
+        self
+    }
+
+    pub fn with_max_time_ms(mut self, max_time_ms: u64) -> SimConfig {
+        self.max_time_ms = max_time_ms;
+        self
+    }
+
+    pub fn with_recording(mut self, record_choices: bool) -> SimConfig {
+        self.record_choices = record_choices;
+        self
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TaskState {
+    Live,
+    /// Being polled right now (its future is out of the slot).
+    Running,
+    /// Aborted while being polled: drop the future when the poll returns.
+    AbortedWhileRunning,
+    Done,
+}
+
+struct TaskSlot {
+    name: Rc<str>,
+    future: Option<LocalFuture>,
+    wake: Rc<WakeCell>,
+    state: TaskState,
+    priority: u64,
+}
+
+/// The executor's shared state. Every field is borrowed only briefly and never across a
+/// poll, so futures may spawn, sleep, draw and wake freely while being polled.
+pub(crate) struct Core {
+    now_ms: Cell<u64>,
+    tasks: RefCell<Vec<TaskSlot>>,
+    live_tasks: Cell<usize>,
+    inbox: Rc<Inbox>,
+    pub(crate) timers: RefCell<TimerQueue>,
+    fired: RefCell<Vec<Waker>>,
+    pub(crate) choices: RefCell<ChoiceSource>,
+    sched: RefCell<Scheduler>,
+    hash: Cell<u64>,
+    steps: Cell<u64>,
+    halted: Cell<bool>,
+    max_steps: u64,
+    max_time_ms: u64,
+}
+
+/// The deterministic simulator: owns the executor and its tasks.
+pub struct Sim {
+    core: Rc<Core>,
+}
+
+/// A cheap, cloneable reference to a simulator, for spawning, time and draws.
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) core: Rc<Core>,
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("now_ms", &self.core.now_ms.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Sim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim")
+            .field("now_ms", &self.core.now_ms.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sim {
+    pub fn new(config: SimConfig) -> Sim {
+        let mut choices = ChoiceSource::new(config.feed, config.record_choices);
+        let sched = Scheduler::new(config.strategy, config.pct_steps_estimate, &mut choices);
+        let core = Core {
+            now_ms: Cell::new(0),
+            tasks: RefCell::new(Vec::new()),
+            live_tasks: Cell::new(0),
+            inbox: Rc::new(Inbox::new()),
+            timers: RefCell::new(TimerQueue::default()),
+            fired: RefCell::new(Vec::new()),
+            choices: RefCell::new(choices),
+            sched: RefCell::new(sched),
+            hash: Cell::new(0),
+            steps: Cell::new(0),
+            halted: Cell::new(false),
+            max_steps: config.max_steps,
+            max_time_ms: config.max_time_ms,
+        };
+        Sim {
+            core: Rc::new(core),
+        }
+    }
+
+    pub fn handle(&self) -> Handle {
+        Handle {
+            core: self.core.clone(),
+        }
+    }
+
+    /// Runs `future` together with every spawned task until it completes or the run ends
+    /// another way (deadlock, panic, halt, step or time limit).
+    pub fn block_on<F: Future>(&mut self, future: F) -> RunOutcome<F::Output> {
+        let mut output = None;
+        let outcome = {
+            let main = async {
+                output = Some(future.await);
+            };
+            let mut main = std::pin::pin!(main);
+            let main_id = self.core.add_task(Rc::from("main"), None);
+            self.core.wake_task(main_id);
+            let stop = self.core.run(Some((main_id, main.as_mut())));
+            self.core.finish_task(main_id);
+            stop
+        };
+        match outcome {
+            RunOutcome::Completed(()) => {
+                RunOutcome::Completed(output.expect("main completed, so its output is set"))
+            }
+            other => other.map(|()| unreachable!("only Completed carries a value")),
+        }
+    }
+
+    /// Runs spawned tasks until all have finished (`Completed`) or none can progress.
+    pub fn run_until_quiescent(&mut self) -> RunOutcome<()> {
+        self.core.run(None)
+    }
+
+    /// The choices recorded so far.
+    pub fn recorded_choices(&self) -> Vec<Choice> {
+        self.core.choices.borrow().recorded().to_vec()
+    }
+
+    /// Takes the recorded choices out (cheaper than copying for long runs).
+    pub fn take_recorded_choices(&self) -> Vec<Choice> {
+        self.core.choices.borrow_mut().take_recorded()
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        // Futures hold handles to the core; drop them outside any borrow to break the cycle.
+        let futures: Vec<LocalFuture> = self
+            .core
+            .tasks
+            .borrow_mut()
+            .iter_mut()
+            .filter_map(|slot| slot.future.take())
+            .collect();
+        drop(futures);
+        self.core.timers.borrow_mut().clear();
+        self.core.inbox.ready.borrow_mut().clear();
+    }
+}
+
+impl Core {
+    fn add_task(&self, name: Rc<str>, future: Option<LocalFuture>) -> TaskId {
+        let priority = self
+            .sched
+            .borrow()
+            .initial_priority(&mut self.choices.borrow_mut());
+        let mut tasks = self.tasks.borrow_mut();
+        let id = TaskId(u32::try_from(tasks.len()).expect("fewer than 2^32 tasks per run"));
+        let wake = WakeCell::new(id, self.inbox.clone());
+        tasks.push(TaskSlot {
+            name,
+            future,
+            wake,
+            state: TaskState::Live,
+            priority,
+        });
+        self.live_tasks.set(self.live_tasks.get() + 1);
+        id
+    }
+
+    fn wake_task(&self, id: TaskId) {
+        let wake = self.tasks.borrow()[id.index()].wake.clone();
+        wake.wake();
+    }
+
+    /// Marks a task finished: it leaves the ready list and later wakes are no-ops.
+    fn finish_task(&self, id: TaskId) {
+        let mut tasks = self.tasks.borrow_mut();
+        let slot = &mut tasks[id.index()];
+        if slot.state == TaskState::Done {
+            return;
+        }
+        slot.state = TaskState::Done;
+        slot.wake.live.set(false);
+        if slot.wake.queued.replace(false) {
+            self.inbox.ready.borrow_mut().retain(|queued| *queued != id);
+        }
+        self.live_tasks.set(self.live_tasks.get() - 1);
+        // invariant: a finished task is never listed as ready.
+        debug_assert!(!self.inbox.ready.borrow().contains(&id));
+    }
+
+    /// Aborts a task: its future is dropped and it never runs again.
+    pub(crate) fn abort(&self, id: TaskId) {
+        let future = {
+            let mut tasks = self.tasks.borrow_mut();
+            let slot = &mut tasks[id.index()];
+            match slot.state {
+                TaskState::Done | TaskState::AbortedWhileRunning => return,
+                TaskState::Running => {
+                    slot.state = TaskState::AbortedWhileRunning;
+                    return;
+                }
+                TaskState::Live => slot.future.take(),
+            }
+        };
+        self.finish_task(id);
+        // Dropped outside every borrow: the future's destructors may cancel timers.
+        drop(future);
+    }
+
+    fn run(
+        &self,
+        mut main: Option<(TaskId, Pin<&mut (dyn Future<Output = ()> + '_)>)>,
+    ) -> RunOutcome<()> {
+        loop {
+            if self.halted.get() {
+                return RunOutcome::Halted;
+            }
+            if let Some((id, _)) = &main
+                && self.tasks.borrow()[id.index()].state == TaskState::Done
+            {
+                return RunOutcome::Completed(());
+            }
+            let Some(id) = self.pick_ready() else {
+                match self.advance_time(main.is_some()) {
+                    Some(stop) => return stop,
+                    None => continue,
+                }
+            };
+            let steps = self.steps.get() + 1;
+            self.steps.set(steps);
+            if steps > self.max_steps {
+                return RunOutcome::StepLimit { steps: steps - 1 };
+            }
+            self.hash.set(hash::mix(self.hash.get(), u64::from(id.0)));
+            let result = match &mut main {
+                Some((main_id, future)) if *main_id == id => self.poll_main(id, future.as_mut()),
+                _ => self.poll_task(id),
+            };
+            if let Err(stop) = result {
+                return stop;
+            }
+        }
+    }
+
+    /// Nothing is ready: move the clock to the next deadline and fire it, or end the run.
+    fn advance_time(&self, has_main: bool) -> Option<RunOutcome<()>> {
+        let next = self.timers.borrow_mut().next_deadline();
+        let Some(deadline_ms) = next else {
+            if !has_main && self.live_tasks.get() == 0 {
+                return Some(RunOutcome::Completed(()));
+            }
+            return Some(RunOutcome::Deadlock {
+                blocked: self.blocked_tasks(),
+            });
+        };
+        if deadline_ms > self.max_time_ms {
+            return Some(RunOutcome::TimeLimit {
+                now_ms: self.now_ms.get(),
+            });
+        }
+        // invariant: virtual time never moves backwards.
+        assert!(
+            deadline_ms >= self.now_ms.get(),
+            "timer deadline lies in the past"
+        );
+        self.now_ms.set(deadline_ms);
+        self.hash
+            .set(hash::mix(self.hash.get(), deadline_ms ^ (1 << 63)));
+        let mut fired = std::mem::take(&mut *self.fired.borrow_mut());
+        self.timers.borrow_mut().fire_due(deadline_ms, &mut fired);
+        debug_assert!(!fired.is_empty(), "the next deadline had a live timer");
+        for waker in fired.drain(..) {
+            waker.wake();
+        }
+        *self.fired.borrow_mut() = fired;
+        None
+    }
+
+    fn blocked_tasks(&self) -> Vec<TaskInfo> {
+        let tasks = self.tasks.borrow();
+        tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| slot.state != TaskState::Done)
+            .map(|(index, slot)| TaskInfo {
+                id: TaskId(index as u32),
+                name: slot.name.to_string(),
+            })
+            .collect()
+    }
+
+    /// Removes and returns the next task to poll, as the strategy decides.
+    fn pick_ready(&self) -> Option<TaskId> {
+        let len = self.inbox.ready.borrow().len();
+        if len == 0 {
+            return None;
+        }
+        let index = if len == 1 {
+            0
+        } else {
+            let tasks = self.tasks.borrow();
+            let ready = self.inbox.ready.borrow();
+            let mut sched = self.sched.borrow_mut();
+            let priority_of = |id: TaskId| tasks[id.index()].priority;
+            let step = self.steps.get();
+            let (index, lowered) =
+                sched.pick(&ready, priority_of, step, &mut self.choices.borrow_mut());
+            drop(ready);
+            drop(tasks);
+            if let Some((id, priority)) = lowered {
+                self.tasks.borrow_mut()[id.index()].priority = priority;
+            }
+            index
+        };
+        let id = self.inbox.ready.borrow_mut().remove(index);
+        let slot_wake = self.tasks.borrow()[id.index()].wake.clone();
+        // invariant: the ready list holds each live task at most once, flagged as queued.
+        debug_assert!(slot_wake.queued.get() && slot_wake.live.get());
+        slot_wake.queued.set(false);
+        Some(id)
+    }
+
+    fn poll_main(
+        &self,
+        id: TaskId,
+        main: Pin<&mut (dyn Future<Output = ()> + '_)>,
+    ) -> Result<(), RunOutcome<()>> {
+        let wake = self.tasks.borrow()[id.index()].wake.clone();
+        let waker = WakeCell::borrowed_waker(&wake);
+        let mut cx = Context::from_waker(&waker);
+        match catch_unwind(AssertUnwindSafe(|| main.poll(&mut cx))) {
+            Ok(Poll::Pending) => Ok(()),
+            Ok(Poll::Ready(())) => {
+                self.finish_task(id);
+                Ok(())
+            }
+            Err(payload) => Err(self.panic_outcome(id, payload.as_ref())),
+        }
+    }
+
+    fn poll_task(&self, id: TaskId) -> Result<(), RunOutcome<()>> {
+        let (mut future, wake) = {
+            let mut tasks = self.tasks.borrow_mut();
+            let slot = &mut tasks[id.index()];
+            // invariant: only live tasks are ever picked.
+            assert_eq!(
+                slot.state,
+                TaskState::Live,
+                "picked a task that is not live"
+            );
+            slot.state = TaskState::Running;
+            (
+                slot.future.take().expect("a live task has its future"),
+                slot.wake.clone(),
+            )
+        };
+        let waker = WakeCell::borrowed_waker(&wake);
+        let mut cx = Context::from_waker(&waker);
+        let polled = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
+        let state = self.tasks.borrow()[id.index()].state;
+        match polled {
+            Ok(Poll::Pending) if state == TaskState::Running => {
+                let mut tasks = self.tasks.borrow_mut();
+                tasks[id.index()].state = TaskState::Live;
+                tasks[id.index()].future = Some(future);
+                Ok(())
+            }
+            Ok(_) => {
+                self.finish_task(id);
+                drop(future);
+                Ok(())
+            }
+            Err(payload) => {
+                self.finish_task(id);
+                let outcome = self.panic_outcome(id, payload.as_ref());
+                // A future that panicked may panic again while dropped; keep the first report.
+                let _ = catch_unwind(AssertUnwindSafe(move || drop(future)));
+                Err(outcome)
+            }
+        }
+    }
+
+    fn panic_outcome(&self, id: TaskId, payload: &(dyn std::any::Any + Send)) -> RunOutcome<()> {
+        let message = if let Some(text) = payload.downcast_ref::<&str>() {
+            (*text).to_string()
+        } else if let Some(text) = payload.downcast_ref::<String>() {
+            text.clone()
+        } else {
+            "non-string panic payload".to_string()
+        };
+        let name = self.tasks.borrow()[id.index()].name.to_string();
+        RunOutcome::Panic {
+            task: TaskInfo { id, name },
+            message,
+        }
+    }
+}
+
+impl Handle {
+    /// Spawns a task. It is first polled when the scheduler picks it.
+    pub fn spawn<F>(&self, future: F) -> crate::JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        self.spawn_named("task", future)
+    }
+
+    /// Spawns a task with a name that deadlock and panic reports will show.
+    pub fn spawn_named<F>(&self, name: &str, future: F) -> crate::JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        let join = crate::join::JoinState::new();
+        let completion = join.clone();
+        let wrapped = async move {
+            let value = future.await;
+            completion.complete(Ok(value));
+        };
+        let id = self.core.add_task(Rc::from(name), Some(Box::pin(wrapped)));
+        self.core.wake_task(id);
+        crate::JoinHandle::new(id, join, self.clone())
+    }
+
+    /// The current virtual instant.
+    pub fn now_ms(&self) -> u64 {
+        self.core.now_ms.get()
+    }
+
+    /// Draws a value in `lo..=hi` (the lowest is the simplest).
+    pub fn range(&self, lo: u64, hi: u64) -> u64 {
+        assert!(lo <= hi, "empty range {lo}..={hi}");
+        lo + self
+            .core
+            .choices
+            .borrow_mut()
+            .draw(ChoiceKind::Range, hi - lo)
+    }
+
+    /// Draws an index in `0..n` (0 is the simplest).
+    pub fn pick(&self, n: usize) -> usize {
+        assert!(n > 0, "pick from nothing");
+        self.core
+            .choices
+            .borrow_mut()
+            .draw(ChoiceKind::Range, (n - 1) as u64) as usize
+    }
+
+    /// A biased coin: true (the interesting side) with probability `p`.
+    pub fn coin(&self, p: f64) -> bool {
+        self.core.choices.borrow_mut().coin(p)
+    }
+
+    /// Folds a value into the run's trace hash (events call this).
+    pub fn note(&self, word: u64) {
+        self.core.hash.set(hash::mix(self.core.hash.get(), word));
+    }
+
+    /// The running hash of every step, timer, event and choice so far.
+    pub fn trace_hash(&self) -> u64 {
+        hash::mix(self.core.hash.get(), self.core.choices.borrow().hash())
+    }
+
+    /// Asks the executor to end the run (`RunOutcome::Halted`) before its next step.
+    pub fn halt(&self) {
+        self.core.halted.set(true);
+    }
+
+    /// Polls made so far.
+    pub fn steps(&self) -> u64 {
+        self.core.steps.get()
+    }
+
+    /// Draws made so far.
+    pub fn draws(&self) -> u64 {
+        self.core.choices.borrow().draws()
+    }
+
+    /// Timers waiting to fire.
+    pub fn pending_timers(&self) -> usize {
+        self.core.timers.borrow().live()
+    }
+
+    /// Timer-queue entries, stale ones included (a dropped sleep must not leave these growing).
+    pub fn timer_queue_len(&self) -> usize {
+        self.core.timers.borrow().heap_len()
+    }
+
+    /// Tasks spawned and not yet finished or aborted.
+    pub fn live_tasks(&self) -> usize {
+        self.core.live_tasks.get()
+    }
+}

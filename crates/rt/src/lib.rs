@@ -1,0 +1,47 @@
+//! leasesim-rt: a deterministic, single-threaded async runtime in virtual time.
+//!
+//! Terminology:
+//! - *run*: one execution of a simulation, from one [`SimConfig`] (a seed or recorded
+//!   choices, a strategy and limits) to one [`RunOutcome`].
+//! - *virtual time*: milliseconds since the start of the run, as a `u64`. It moves only when
+//!   no task is ready, jumping to the next timer; no wall clock is ever read.
+//! - *choice*: every nondeterministic decision (which ready task runs, a value in a range, a
+//!   coin) is drawn from one [`ChoiceSource`]. A run is therefore a function of its seed, and
+//!   of its recorded choices, which is what replay and shrinking build on.
+//!
+//! The runtime knows nothing about leases; the simulated world is built on top of it.
+
+mod choice;
+mod events;
+mod executor;
+pub mod hash;
+mod join;
+mod outcome;
+mod sched;
+mod sleep;
+mod time;
+mod waker;
+
+pub use choice::{Choice, ChoiceKind, ChoiceSource, Feed};
+pub use events::{Divergence, EventLog, Flow, Observer, Stamped, check_determinism};
+pub use executor::{Handle, Sim, SimConfig};
+pub use join::JoinHandle;
+pub use outcome::{JoinError, RunOutcome, TaskInfo};
+pub use sched::{MAX_PCT_DEPTH, Strategy};
+pub use sleep::{Sleep, YieldNow};
+
+/// A task's id: its spawn order within the run, never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TaskId(pub u32);
+
+impl TaskId {
+    fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::fmt::Display for TaskId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "t{}", self.0)
+    }
+}

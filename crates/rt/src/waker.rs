@@ -1,0 +1,134 @@
+//! Wakers that wake by task id.
+//!
+//! Terminology:
+//! - *inbox*: the executor's ready list, shared with every waker of the executor.
+//! - *wake cell*: one per task; holds the task id and a `queued` flag so a task woken twice
+//!   before it runs is listed once.
+//!
+//! The executor is single-threaded, so wakers use `Rc` and `RefCell` instead of atomics: a
+//! poll costs no atomic operation. `Waker` is `Send + Sync` by type, so every vtable entry
+//! first checks that it runs on the thread that created the executor. On another thread,
+//! clone and wake panic and drop leaks the cell; no shared state is ever touched from a
+//! foreign thread, so no data race is possible.
+
+use std::cell::{Cell, RefCell};
+use std::mem::ManuallyDrop;
+use std::rc::Rc;
+use std::task::{RawWaker, RawWakerVTable, Waker};
+
+use crate::TaskId;
+
+thread_local! {
+    static THREAD_MARK: u8 = const { 0 };
+}
+
+/// An address unique to the current thread while it lives.
+fn thread_mark() -> usize {
+    THREAD_MARK.with(|mark| mark as *const u8 as usize)
+}
+
+/// The executor's list of ready tasks, in the order they were woken.
+#[derive(Debug)]
+pub(crate) struct Inbox {
+    pub(crate) ready: RefCell<Vec<TaskId>>,
+    owner_thread: usize,
+}
+
+impl Inbox {
+    pub(crate) fn new() -> Inbox {
+        Inbox {
+            ready: RefCell::new(Vec::with_capacity(16)),
+            owner_thread: thread_mark(),
+        }
+    }
+
+    fn on_owner_thread(&self) -> bool {
+        self.owner_thread == thread_mark()
+    }
+}
+
+/// Per-task wake state.
+#[derive(Debug)]
+pub(crate) struct WakeCell {
+    pub(crate) id: TaskId,
+    pub(crate) queued: Cell<bool>,
+    /// Cleared when the task finishes or is aborted: waking it is then a no-op.
+    pub(crate) live: Cell<bool>,
+    inbox: Rc<Inbox>,
+}
+
+impl WakeCell {
+    pub(crate) fn new(id: TaskId, inbox: Rc<Inbox>) -> Rc<WakeCell> {
+        Rc::new(WakeCell {
+            id,
+            queued: Cell::new(false),
+            live: Cell::new(true),
+            inbox,
+        })
+    }
+
+    /// Lists the task as ready unless it is listed already or has finished.
+    pub(crate) fn wake(&self) {
+        if self.live.get() && !self.queued.replace(true) {
+            self.inbox.ready.borrow_mut().push(self.id);
+        }
+    }
+
+    /// A `Waker` borrowing this cell, valid while `cell` lives; no reference count is taken.
+    pub(crate) fn borrowed_waker(cell: &Rc<WakeCell>) -> ManuallyDrop<Waker> {
+        let raw = RawWaker::new(Rc::as_ptr(cell).cast::<()>(), &VTABLE);
+        // SAFETY: the vtable below upholds the RawWaker contract for pointers obtained from
+        // `Rc::<WakeCell>::as_ptr`/`into_raw`; ManuallyDrop keeps this borrowed waker from
+        // releasing a reference count it never took.
+        ManuallyDrop::new(unsafe { Waker::from_raw(raw) })
+    }
+}
+
+static VTABLE: RawWakerVTable = RawWakerVTable::new(clone_raw, wake_raw, wake_by_ref_raw, drop_raw);
+
+/// # Safety
+/// `ptr` comes from `Rc::<WakeCell>::as_ptr` of a live `Rc` or from `Rc::into_raw`.
+unsafe fn cell_ref<'a>(ptr: *const ()) -> &'a WakeCell {
+    // SAFETY: guaranteed by the caller; the cell outlives every waker pointing at it.
+    unsafe { &*ptr.cast::<WakeCell>() }
+}
+
+unsafe fn clone_raw(ptr: *const ()) -> RawWaker {
+    // SAFETY: the vtable is only installed with WakeCell pointers.
+    let cell = unsafe { cell_ref(ptr) };
+    assert!(
+        cell.inbox.on_owner_thread(),
+        "a leasesim waker was cloned on a foreign thread"
+    );
+    // SAFETY: the pointer is a live Rc allocation; we add the reference the new waker owns.
+    unsafe { Rc::increment_strong_count(ptr.cast::<WakeCell>()) };
+    RawWaker::new(ptr, &VTABLE)
+}
+
+unsafe fn wake_raw(ptr: *const ()) {
+    // SAFETY: vtable contract: `wake` consumes the waker's reference.
+    unsafe {
+        wake_by_ref_raw(ptr);
+        drop_raw(ptr);
+    }
+}
+
+unsafe fn wake_by_ref_raw(ptr: *const ()) {
+    // SAFETY: the vtable is only installed with WakeCell pointers.
+    let cell = unsafe { cell_ref(ptr) };
+    assert!(
+        cell.inbox.on_owner_thread(),
+        "a leasesim waker was woken on a foreign thread"
+    );
+    cell.wake();
+}
+
+unsafe fn drop_raw(ptr: *const ()) {
+    // SAFETY: the vtable is only installed with WakeCell pointers.
+    let cell = unsafe { cell_ref(ptr) };
+    if cell.inbox.on_owner_thread() {
+        // SAFETY: this waker owned one strong reference (taken in clone_raw).
+        unsafe { drop(Rc::from_raw(ptr.cast::<WakeCell>())) };
+    }
+    // On a foreign thread the reference is leaked rather than touched.
+}

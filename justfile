@@ -1,0 +1,32 @@
+# Common loops. Thin wrappers over cargo; README's commands never need `just`.
+
+default:
+    @just --list
+
+# Run every test (README's test command).
+test:
+    cargo test --workspace
+
+# Fuzz the default scenarios (README's main command); pass extra flags after the recipe.
+fuzz *ARGS:
+    cargo run --release -- fuzz {{ARGS}}
+
+# Print the trace and verdict of one seed.
+replay SEED SCENARIO="steady" WORKER="correct":
+    cargo run --release -- replay --scenario {{SCENARIO}} --seed {{SEED}} --worker {{WORKER}}
+
+# Minimise the choices of one failing seed.
+shrink SEED SCENARIO="steady" WORKER="correct":
+    cargo run --release -- shrink --scenario {{SCENARIO}} --seed {{SEED}} --worker {{WORKER}}
+
+# Benchmarks (executor micro figures; side-by-side with tokio).
+bench:
+    cargo bench --workspace
+
+# Review snapshot changes (needs `cargo install cargo-insta`).
+snap:
+    cargo insta test --workspace --review
+
+# fmt + clippy + tests + fuzz smoke, exactly as CI runs them.
+ci:
+    bash .ci/run
