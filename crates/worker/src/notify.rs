@@ -1,0 +1,155 @@
+//! A tiny single-threaded condition variable, independent of any executor.
+//!
+//! Terminology:
+//! - *waiter*: a pending [`WaitUntil`] future, parked on a [`Notify`] under a *key*.
+//! - *condition*: a closure the waiter re-evaluates each time it is polled; the waiter
+//!   completes as soon as it holds.
+//! - *notify*: wake every parked waiter so it re-checks its condition. Whoever changes state a
+//!   condition depends on must call [`Notify::notify_all`] afterwards. Spurious wake-ups are
+//!   harmless: a waiter whose condition is still false just parks again.
+//!
+//! Waiters are kept in a `BTreeMap` keyed by registration order, so wake-ups happen in a
+//! deterministic order, and a dropped waiter removes itself, so abandoned waits do not pile up.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+/// A set of parked waiters; see the module docs.
+#[derive(Debug, Default)]
+pub(crate) struct Notify {
+    next_key: Cell<u64>,
+    parked: RefCell<BTreeMap<u64, Waker>>,
+}
+
+impl Notify {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Wake every waiter parked right now.
+    pub(crate) fn notify_all(&self) {
+        // Take the wakers out first: a waker may run arbitrary code, and none of it must find
+        // `parked` borrowed.
+        let woken = std::mem::take(&mut *self.parked.borrow_mut());
+        // invariant: after taking, nobody is parked until some waiter polls again.
+        debug_assert!(self.parked.borrow().is_empty());
+        for waker in woken.into_values() {
+            waker.wake();
+        }
+    }
+
+    /// A future that completes once `condition` holds when polled.
+    pub(crate) fn wait_until<F: Fn() -> bool + Unpin>(&self, condition: F) -> WaitUntil<'_, F> {
+        WaitUntil {
+            notify: self,
+            key: None,
+            condition,
+        }
+    }
+
+    fn park(&self, key: &mut Option<u64>, waker: &Waker) {
+        let key = *key.get_or_insert_with(|| {
+            let fresh = self.next_key.get();
+            self.next_key.set(fresh + 1);
+            fresh
+        });
+        let mut parked = self.parked.borrow_mut();
+        match parked.get_mut(&key) {
+            Some(known) if known.will_wake(waker) => {}
+            Some(known) => known.clone_from(waker),
+            None => {
+                parked.insert(key, waker.clone());
+            }
+        }
+        // invariant: a parked waiter is findable under its own key.
+        debug_assert!(parked.contains_key(&key));
+    }
+
+    fn unpark(&self, key: Option<u64>) {
+        if let Some(key) = key {
+            self.parked.borrow_mut().remove(&key);
+        }
+    }
+
+    #[cfg(test)]
+    fn parked_len(&self) -> usize {
+        self.parked.borrow().len()
+    }
+}
+
+/// Future returned by [`Notify::wait_until`].
+#[must_use = "futures do nothing unless polled"]
+pub(crate) struct WaitUntil<'a, F> {
+    notify: &'a Notify,
+    key: Option<u64>,
+    condition: F,
+}
+
+impl<F: Fn() -> bool + Unpin> Future for WaitUntil<'_, F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if (this.condition)() {
+            // invariant: a completed waiter leaves nothing parked behind.
+            this.notify.unpark(this.key.take());
+            return Poll::Ready(());
+        }
+        this.notify.park(&mut this.key, cx.waker());
+        Poll::Pending
+    }
+}
+
+impl<F> Drop for WaitUntil<'_, F> {
+    fn drop(&mut self) {
+        self.notify.unpark(self.key.take());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
+
+    struct CountingWaker(AtomicUsize);
+    impl Wake for CountingWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn waiter_completes_only_after_condition_and_notify() {
+        let flag = Cell::new(false);
+        let notify = Notify::new();
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut wait = notify.wait_until(|| flag.get());
+        assert_eq!(Pin::new(&mut wait).poll(&mut cx), Poll::Pending);
+        assert_eq!(Pin::new(&mut wait).poll(&mut cx), Poll::Pending);
+        assert_eq!(notify.parked_len(), 1, "re-polling must not park twice");
+        flag.set(true);
+        notify.notify_all();
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+        assert_eq!(Pin::new(&mut wait).poll(&mut cx), Poll::Ready(()));
+        assert_eq!(notify.parked_len(), 0);
+    }
+
+    #[test]
+    fn dropped_waiter_unparks() {
+        let notify = Notify::new();
+        let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
+        let mut cx = Context::from_waker(&waker);
+        let mut wait = notify.wait_until(|| false);
+        assert_eq!(Pin::new(&mut wait).poll(&mut cx), Poll::Pending);
+        assert_eq!(notify.parked_len(), 1);
+        drop(wait);
+        assert_eq!(notify.parked_len(), 0);
+    }
+}
