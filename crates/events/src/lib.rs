@@ -1,0 +1,290 @@
+//! leasesim-events: the vocabulary shared by the simulated world and the invariant checkers.
+//!
+//! What the simulated world records: the event stream checkers read.
+//!
+//! Terminology:
+//! - *replica*: one process running a worker, `r1`..`rN` (stored 0-based).
+//! - *call*: one port request a worker sends; it has an id, and its life is
+//!   `Call` → (`Rejected` | `Applied` [→ `ReplyLost`]) → `Answered`.
+//!   `Applied` is the instant the service acts on it (token checks happen here, not at send);
+//!   `Answered` is the instant the worker receives the answer (after any pause of its process).
+//! - *term*: the span between `TermStarted` and `TermEnded` of one replica: one `run()` call.
+//! - *phase*: safety (faults on), liveness (faults healed, everything must settle), shutdown
+//!   (every replica is stopped), end.
+//!
+//! Events are small `Copy` values: fuzzing emits millions of them and keeps none.
+
+use std::fmt;
+
+/// A replica, stored 0-based and shown 1-based (`r1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ReplicaId(pub u16);
+
+impl ReplicaId {
+    /// The owner id this replica's worker uses with the lease service.
+    pub fn owner_id(self) -> String {
+        self.to_string()
+    }
+
+    /// Parses an owner id of the form `rN` back into a replica.
+    pub fn from_owner_id(owner_id: &str) -> Option<ReplicaId> {
+        let number: u16 = owner_id.strip_prefix('r')?.parse().ok()?;
+        number.checked_sub(1).map(ReplicaId)
+    }
+
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+impl fmt::Display for ReplicaId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "r{}", self.0 + 1)
+    }
+}
+
+/// A lease as it travels in requests and answers (its owner is the replica of the event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LeaseView {
+    pub token: u64,
+    pub expires_at_ms: u64,
+}
+
+/// The four port operations that cross the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OpKind {
+    Acquire,
+    Renew,
+    Release,
+    Delete,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 4] = [
+        OpKind::Acquire,
+        OpKind::Renew,
+        OpKind::Release,
+        OpKind::Delete,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Acquire => "acquire",
+            OpKind::Renew => "renew",
+            OpKind::Release => "release",
+            OpKind::Delete => "delete_batch",
+        }
+    }
+}
+
+/// A request as the worker sent it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Request {
+    Acquire,
+    Renew {
+        lease: LeaseView,
+    },
+    Release {
+        lease: LeaseView,
+    },
+    Delete {
+        older_than_ms: u64,
+        limit: u32,
+        token: u64,
+    },
+}
+
+impl Request {
+    pub fn op(&self) -> OpKind {
+        match self {
+            Request::Acquire => OpKind::Acquire,
+            Request::Renew { .. } => OpKind::Renew,
+            Request::Release { .. } => OpKind::Release,
+            Request::Delete { .. } => OpKind::Delete,
+        }
+    }
+}
+
+/// What the service did when it applied a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Applied {
+    /// Acquire granted. `replaced`: the token of an expired lease this grant took over.
+    Granted {
+        lease: LeaseView,
+        replaced: Option<u64>,
+    },
+    /// Acquire refused: an unexpired lease with this token is held.
+    Busy { holder_token: u64 },
+    /// Renew granted with a new token.
+    Renewed { lease: LeaseView },
+    /// Renew refused: the lease expired, moved on, or was revoked. The answer is `None`.
+    RenewRefused,
+    /// Release freed the lease.
+    Released,
+    /// Release freed nothing: the lease had expired or moved on (a signal, not an error).
+    FreedNothing,
+    /// Delete applied. `token_current`: the token was the current unexpired one at this
+    /// instant (always true when the store enforces fencing); `current_token` is the lease
+    /// that was current then, if any. `newest_created_ms`: creation time of the newest row
+    /// deleted (None when no row was deleted).
+    Deleted {
+        rows: u32,
+        token_current: bool,
+        current_token: Option<u64>,
+        newest_created_ms: Option<u64>,
+    },
+    /// Delete refused by the store's fencing check; `current_token` is the lease that was
+    /// current then, if any.
+    DeleteRefused { current_token: Option<u64> },
+}
+
+/// Why a call gave the worker an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Failure {
+    /// Refused before it was applied (injected fault).
+    Rejected,
+    /// No answer arrived (the reply was lost; the request may have been applied).
+    Timeout,
+    /// The store refused a delete with a stale token.
+    StaleToken,
+}
+
+/// What the worker received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Answer {
+    /// Answer to acquire or renew.
+    Lease(Option<LeaseView>),
+    /// Release succeeded (whether or not it freed anything).
+    Released,
+    /// Delete succeeded with this many rows.
+    Rows(u32),
+    Failed(Failure),
+}
+
+/// The phases of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    /// Faults on.
+    Safety,
+    /// Faults healed; terms must end, stops resolve, the backlog drain.
+    Liveness,
+    /// Every replica is being stopped.
+    Shutdown,
+    /// The run is over.
+    End,
+}
+
+/// How a `run()` call ended, as the driver saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EndKind {
+    StoppedBeforeStart,
+    NotLeader,
+    CapReached,
+    Drained,
+    /// A renewal answered `None`.
+    LostByNone,
+    /// A renewal failed.
+    LostByError,
+    Stopped,
+    FailedAcquire,
+    FailedDelete,
+    /// `run()` refused to start because another run was active.
+    AlreadyRunning,
+}
+
+/// One thing that happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    Phase(Phase),
+    /// The replica's driver called `run()`; terms are numbered per replica from 1.
+    TermStarted {
+        term: u32,
+    },
+    /// `run()` returned.
+    TermEnded {
+        term: u32,
+        end: EndKind,
+        rows: u64,
+    },
+    /// The worker sent a request.
+    Call {
+        call: u64,
+        request: Request,
+    },
+    /// Fault: the request was refused before it was applied.
+    Rejected {
+        call: u64,
+        op: OpKind,
+    },
+    /// The service applied the request.
+    Applied {
+        call: u64,
+        applied: Applied,
+    },
+    /// Fault: the request was applied but its reply is lost; the worker will see a timeout.
+    ReplyLost {
+        call: u64,
+    },
+    /// The worker received the answer.
+    Answered {
+        call: u64,
+        op: OpKind,
+        answer: Answer,
+    },
+    /// The worker read its clock (replica-local time, ms).
+    ClockRead {
+        now_ms: u64,
+    },
+    /// The worker started a sleep of this many replica-local ms.
+    TimerSet {
+        duration_ms: u64,
+    },
+    /// Fault: the replica's process stops running until `until_ms` (virtual time).
+    Paused {
+        until_ms: u64,
+    },
+    /// The replica's process runs again.
+    Resumed,
+    /// Fault: the replica's clock jumped.
+    ClockJumped {
+        by_ms: i64,
+    },
+    /// Fault: the lease authority dropped the lease with this token.
+    Revoked {
+        token: u64,
+    },
+    /// The replica's `stop()` was called.
+    StopCalled,
+    /// The replica's `stop()` returned.
+    StopResolved,
+    /// A stopped replica was started again with a fresh worker (liveness phase).
+    Restarted,
+    /// Liveness check point: rows created before `eligible_before_ms` still in the store.
+    Backlog {
+        eligible_before_ms: u64,
+        remaining: u64,
+    },
+}
+
+/// An event and the replica it concerns (None: the world itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Event {
+    pub replica: Option<ReplicaId>,
+    pub kind: EventKind,
+}
+
+impl Event {
+    pub fn world(kind: EventKind) -> Event {
+        Event {
+            replica: None,
+            kind,
+        }
+    }
+
+    pub fn of(replica: ReplicaId, kind: EventKind) -> Event {
+        Event {
+            replica: Some(replica),
+            kind,
+        }
+    }
+}

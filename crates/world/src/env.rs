@@ -1,0 +1,113 @@
+//! The world's only door to time, tasks, randomness and the event stream.
+//!
+//! Terminology:
+//! - *env*: what the world runs on. [`SimEnv`] is the deterministic runtime; the benchmarks
+//!   add a tokio env with paused time, so the same world and worker can be compared on both.
+//! - *virtual ms*: time since the start of the run. Replica clocks and the lease authority add
+//!   [`EPOCH_MS`] so that rows can be created "before" the run started.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use leasesim_events::{Event, EventKind, ReplicaId};
+use leasesim_rt::{EventLog, Handle};
+
+/// Wall-clock instant (ms) that virtual time 0 corresponds to on every clock of the world.
+pub const EPOCH_MS: u64 = 1_000_000_000;
+
+/// A boxed, non-`Send` task future.
+pub type LocalTask = Pin<Box<dyn Future<Output = ()>>>;
+
+/// A sleep of any env: the simulator's own timer without allocation, or a boxed foreign one.
+pub enum EnvSleep {
+    Sim(leasesim_rt::Sleep),
+    Boxed(LocalTask),
+}
+
+impl Future for EnvSleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.get_mut() {
+            EnvSleep::Sim(sleep) => Pin::new(sleep).poll(cx),
+            EnvSleep::Boxed(sleep) => sleep.as_mut().poll(cx),
+        }
+    }
+}
+
+/// What the world needs from the runtime it runs on.
+pub trait Env {
+    /// Virtual ms since the start of the run.
+    fn now_ms(&self) -> u64;
+    /// Completes at virtual instant `at_ms`.
+    fn sleep_until(&self, at_ms: u64) -> EnvSleep;
+    /// Runs `task` concurrently.
+    fn spawn(&self, name: &str, task: LocalTask);
+    /// A value in `lo..=hi`, from the run's one choice source.
+    fn range(&self, lo: u64, hi: u64) -> u64;
+    /// True with probability `p`, from the run's one choice source.
+    fn coin(&self, p: f64) -> bool;
+    /// Records an event at the current instant.
+    fn emit(&self, event: Event);
+
+    /// Completes `duration_ms` after now.
+    fn sleep(&self, duration_ms: u64) -> EnvSleep {
+        self.sleep_until(self.now_ms().saturating_add(duration_ms))
+    }
+
+    /// An index in `0..n`, from the run's one choice source.
+    fn pick(&self, n: usize) -> usize {
+        assert!(n > 0, "pick from nothing");
+        self.range(0, n as u64 - 1) as usize
+    }
+
+    /// Records an event of one replica.
+    fn emit_for(&self, replica: ReplicaId, kind: EventKind) {
+        self.emit(Event::of(replica, kind));
+    }
+}
+
+/// The world on the deterministic runtime.
+pub struct SimEnv {
+    handle: Handle,
+    events: Rc<EventLog<Event>>,
+}
+
+impl SimEnv {
+    pub fn new(handle: Handle, events: Rc<EventLog<Event>>) -> SimEnv {
+        SimEnv { handle, events }
+    }
+
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+}
+
+impl Env for SimEnv {
+    fn now_ms(&self) -> u64 {
+        self.handle.now_ms()
+    }
+
+    fn sleep_until(&self, at_ms: u64) -> EnvSleep {
+        EnvSleep::Sim(self.handle.sleep_until(at_ms))
+    }
+
+    fn spawn(&self, name: &str, task: LocalTask) {
+        // Detached: the world never joins its tasks; they end with the run.
+        drop(self.handle.spawn_named(name, task));
+    }
+
+    fn range(&self, lo: u64, hi: u64) -> u64 {
+        self.handle.range(lo, hi)
+    }
+
+    fn coin(&self, p: f64) -> bool {
+        self.handle.coin(p)
+    }
+
+    fn emit(&self, event: Event) {
+        self.events.emit(event);
+    }
+}
