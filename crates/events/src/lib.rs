@@ -16,9 +16,18 @@
 
 use std::fmt;
 
+use serde::Serialize;
+
 /// A replica, stored 0-based and shown 1-based (`r1`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(into = "String")]
 pub struct ReplicaId(pub u16);
+
+impl From<ReplicaId> for String {
+    fn from(replica: ReplicaId) -> String {
+        replica.to_string()
+    }
+}
 
 impl ReplicaId {
     /// The owner id this replica's worker uses with the lease service.
@@ -44,14 +53,15 @@ impl fmt::Display for ReplicaId {
 }
 
 /// A lease as it travels in requests and answers (its owner is the replica of the event).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct LeaseView {
     pub token: u64,
     pub expires_at_ms: u64,
 }
 
 /// The four port operations that cross the network.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum OpKind {
     Acquire,
     Renew,
@@ -78,7 +88,8 @@ impl OpKind {
 }
 
 /// A request as the worker sent it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Request {
     Acquire,
     Renew {
@@ -106,7 +117,8 @@ impl Request {
 }
 
 /// What the service did when it applied a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Applied {
     /// Acquire granted. `replaced`: the token of an expired lease this grant took over.
     Granted {
@@ -139,7 +151,8 @@ pub enum Applied {
 }
 
 /// Why a call gave the worker an error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Failure {
     /// Refused before it was applied (injected fault).
     Rejected,
@@ -150,7 +163,8 @@ pub enum Failure {
 }
 
 /// What the worker received.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Answer {
     /// Answer to acquire or renew.
     Lease(Option<LeaseView>),
@@ -162,7 +176,8 @@ pub enum Answer {
 }
 
 /// The phases of a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Faults on.
     Safety,
@@ -175,7 +190,8 @@ pub enum Phase {
 }
 
 /// How a `run()` call ended, as the driver saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EndKind {
     StoppedBeforeStart,
     NotLeader,
@@ -193,7 +209,8 @@ pub enum EndKind {
 }
 
 /// One thing that happened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EventKind {
     Phase(Phase),
     /// The replica's driver called `run()`; terms are numbered per replica from 1.
@@ -267,7 +284,7 @@ pub enum EventKind {
 }
 
 /// An event and the replica it concerns (None: the world itself).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Event {
     pub replica: Option<ReplicaId>,
     pub kind: EventKind,

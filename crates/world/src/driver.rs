@@ -66,7 +66,9 @@ async fn drive(world: Rc<World>, replica: ReplicaId) {
     let mut term = 0;
     loop {
         state.set_between_terms(true);
-        env.sleep(env.range(every.min, every.max)).await;
+        // The longest pause is the simplest choice (value 0): fewer terms, shorter traces.
+        env.sleep(every.max - env.range(0, every.max - every.min))
+            .await;
         state.gate(env).await;
         state.set_between_terms(false);
         term += 1;

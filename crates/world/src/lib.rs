@@ -79,6 +79,8 @@ pub fn simulate(
     let world = Rc::new(World::new(scenario.clone(), profile.clone(), env));
     let outcome = sim.block_on(run_phases(world.clone(), factory.clone()));
     world.teardown();
+    // The observer usually owns checker state its caller reads next; let go of it now.
+    drop(events.take_observer());
     let run = WorldRun {
         outcome,
         events: events.take(),

@@ -1,0 +1,150 @@
+//! The names of the invariants.
+//!
+//! Terminology:
+//! - *name*: the kebab-case identifier of an invariant, as the contract spells it; it is what
+//!   reports, scenario files and the command line use.
+//! - *holds when*: a one-line statement of what a passing run guarantees.
+
+use std::fmt;
+
+/// One of the fifteen properties every run is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Invariant {
+    StaleTokenDelete,
+    LatestToken,
+    NoDeleteAfterLoss,
+    SerialRenewal,
+    FixedCutoff,
+    BatchLimit,
+    TermCap,
+    ReleaseLatest,
+    ReleaseAfterOwnership,
+    ReleaseOnExit,
+    RenewalStops,
+    StopQuiesces,
+    StopJoins,
+    NoEligibleMiss,
+    Liveness,
+}
+
+impl Invariant {
+    /// Every invariant, in the contract's order (also the order checkers see an event in).
+    pub const ALL: [Invariant; 15] = [
+        Invariant::StaleTokenDelete,
+        Invariant::LatestToken,
+        Invariant::NoDeleteAfterLoss,
+        Invariant::SerialRenewal,
+        Invariant::FixedCutoff,
+        Invariant::BatchLimit,
+        Invariant::TermCap,
+        Invariant::ReleaseLatest,
+        Invariant::ReleaseAfterOwnership,
+        Invariant::ReleaseOnExit,
+        Invariant::RenewalStops,
+        Invariant::StopQuiesces,
+        Invariant::StopJoins,
+        Invariant::NoEligibleMiss,
+        Invariant::Liveness,
+    ];
+
+    /// The contract's kebab-case name, e.g. `"stale-token-delete"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::StaleTokenDelete => "stale-token-delete",
+            Invariant::LatestToken => "latest-token",
+            Invariant::NoDeleteAfterLoss => "no-delete-after-loss",
+            Invariant::SerialRenewal => "serial-renewal",
+            Invariant::FixedCutoff => "fixed-cutoff",
+            Invariant::BatchLimit => "batch-limit",
+            Invariant::TermCap => "term-cap",
+            Invariant::ReleaseLatest => "release-latest",
+            Invariant::ReleaseAfterOwnership => "release-after-ownership",
+            Invariant::ReleaseOnExit => "release-on-exit",
+            Invariant::RenewalStops => "renewal-stops",
+            Invariant::StopQuiesces => "stop-quiesces",
+            Invariant::StopJoins => "stop-joins",
+            Invariant::NoEligibleMiss => "no-eligible-miss",
+            Invariant::Liveness => "liveness",
+        }
+    }
+
+    /// The invariant with this name, if any.
+    pub fn from_name(name: &str) -> Option<Invariant> {
+        Invariant::ALL
+            .into_iter()
+            .find(|invariant| invariant.name() == name)
+    }
+
+    /// One line: what a run that keeps this invariant guarantees.
+    pub fn holds_when(self) -> &'static str {
+        match self {
+            Invariant::StaleTokenDelete => {
+                "the store never applies a delete whose token was not the current, unexpired one"
+            }
+            Invariant::LatestToken => {
+                "each delete carries the newest token its worker received in the term"
+            }
+            Invariant::NoDeleteAfterLoss => {
+                "once a renewal answered None or failed, the worker sends no more deletes that term"
+            }
+            Invariant::SerialRenewal => "a worker never waits on two renewals at once",
+            Invariant::FixedCutoff => {
+                "a term's deletes share one cutoff, read from the clock after acquire and before \
+                 the first delete"
+            }
+            Invariant::BatchLimit => {
+                "no delete asks for more than the batch size or more than the cap has left"
+            }
+            Invariant::TermCap => "the rows actually deleted for one term stay within the cap",
+            Invariant::ReleaseLatest => "a release carries the newest lease the worker received",
+            Invariant::ReleaseAfterOwnership => {
+                "a release is sent only inside a term whose acquire granted the lease"
+            }
+            Invariant::ReleaseOnExit => {
+                "a term that acquired releases its newest lease on every exit path, unless a \
+                 renewal answered None"
+            }
+            Invariant::RenewalStops => {
+                "renewals are sent only inside an open term, with a lease received in that term"
+            }
+            Invariant::StopQuiesces => "after stop() the worker sends no acquire, renew or delete",
+            Invariant::StopJoins => {
+                "stop() returns only after the term is over, no call is pending and held \
+                 leadership was released"
+            }
+            Invariant::NoEligibleMiss => "every deleted row was created before its term's cutoff",
+            Invariant::Liveness => {
+                "once faults heal, terms end within the bound, every stop() returns and the \
+                 eligible backlog is gone"
+            }
+        }
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_distinct() {
+        for invariant in Invariant::ALL {
+            assert_eq!(Invariant::from_name(invariant.name()), Some(invariant));
+            assert!(!invariant.holds_when().contains('\n'));
+        }
+        let mut names: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), 15);
+        assert_eq!(Invariant::from_name("no-such-thing"), None);
+        assert_eq!(
+            Invariant::ReleaseAfterOwnership.to_string(),
+            "release-after-ownership"
+        );
+    }
+}

@@ -1,0 +1,292 @@
+//! Building blocks the checkers keep their state in; every checker owns its own instances.
+//!
+//! Terminology:
+//! - *per replica*: a `Vec` indexed by `ReplicaId::index()`, grown when a new replica appears.
+//! - *ring*: the last few events of some kind, overwritten oldest first; context for a report.
+//! - *call book*: calls waiting for the service to act on them (`Applied` or `Rejected`),
+//!   found again by call id. Service-side events may or may not name the replica, so a
+//!   lookup matches the call id, and the replica too when the event has one.
+//! - *term ledger*: what one replica sent and received in its latest term: the calls waiting
+//!   for an answer, the leases received, the renewal that lost leadership, the releases.
+//!   Only answers to calls sent in the same term count.
+
+use leasesim_events::{Answer, Event, EventKind, OpKind, ReplicaId, Request};
+use leasesim_rt::Stamped;
+
+/// The replica an event concerns, if any.
+pub(crate) fn replica_of(event: &Stamped<Event>) -> Option<ReplicaId> {
+    event.event.replica
+}
+
+/// The term number carried by a `TermStarted` or `TermEnded` event (0 for anything else).
+pub(crate) fn term_number(event: &Stamped<Event>) -> u32 {
+    match event.event.kind {
+        EventKind::TermStarted { term } | EventKind::TermEnded { term, .. } => term,
+        _ => 0,
+    }
+}
+
+/// One value per replica, indexed by `ReplicaId::index()`.
+#[derive(Debug)]
+pub(crate) struct PerReplica<T> {
+    items: Vec<T>,
+}
+
+impl<T> Default for PerReplica<T> {
+    fn default() -> Self {
+        PerReplica { items: Vec::new() }
+    }
+}
+
+impl<T: Default> PerReplica<T> {
+    /// The value of `replica`, created on first use.
+    pub(crate) fn at(&mut self, replica: ReplicaId) -> &mut T {
+        let index = replica.index();
+        if index >= self.items.len() {
+            self.items.resize_with(index + 1, T::default);
+        }
+        &mut self.items[index]
+    }
+}
+
+impl<T> PerReplica<T> {
+    /// The value of `replica`, if it was ever created.
+    pub(crate) fn get(&self, replica: ReplicaId) -> Option<&T> {
+        self.items.get(replica.index())
+    }
+
+    /// Every replica's value, in replica order.
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.items.iter_mut()
+    }
+
+    /// Every replica seen so far with its value, in replica order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (ReplicaId, &T)> {
+        self.items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| (replica_at(index), item))
+    }
+}
+
+fn replica_at(index: usize) -> ReplicaId {
+    ReplicaId(u16::try_from(index).unwrap_or(u16::MAX))
+}
+
+/// The last `N` events pushed, oldest first.
+#[derive(Debug)]
+pub(crate) struct Ring<const N: usize> {
+    slots: [Option<Stamped<Event>>; N],
+    next: usize,
+}
+
+impl<const N: usize> Default for Ring<N> {
+    fn default() -> Self {
+        Ring {
+            slots: std::array::from_fn(|_| None),
+            next: 0,
+        }
+    }
+}
+
+impl<const N: usize> Ring<N> {
+    pub(crate) fn push(&mut self, event: &Stamped<Event>) {
+        self.slots[self.next] = Some(event.clone());
+        self.next = (self.next + 1) % N;
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.slots.iter_mut().for_each(|slot| *slot = None);
+        self.next = 0;
+    }
+
+    /// The kept events, oldest first, as context entries.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Option<&Stamped<Event>>> {
+        (0..N).map(move |offset| self.slots[(self.next + offset) % N].as_ref())
+    }
+
+    /// The most recent event pushed.
+    pub(crate) fn last(&self) -> Option<&Stamped<Event>> {
+        self.slots[(self.next + N - 1) % N].as_ref()
+    }
+}
+
+/// Calls waiting for the service, with what a checker wants to know about each.
+#[derive(Debug)]
+pub(crate) struct CallBook<T> {
+    entries: Vec<(u64, ReplicaId, T)>,
+}
+
+impl<T> Default for CallBook<T> {
+    fn default() -> Self {
+        CallBook {
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<T> CallBook<T> {
+    pub(crate) fn insert(&mut self, call: u64, replica: ReplicaId, data: T) {
+        self.entries.push((call, replica, data));
+    }
+
+    /// Removes and returns the entry of `call` (of `replica`, when the event names one).
+    pub(crate) fn take(&mut self, call: u64, replica: Option<ReplicaId>) -> Option<(ReplicaId, T)> {
+        let index = self.entries.iter().position(|(booked, owner, _)| {
+            *booked == call && replica.is_none_or(|named| named == *owner)
+        })?;
+        let (_, owner, data) = self.entries.swap_remove(index);
+        Some((owner, data))
+    }
+}
+
+/// A call of the latest term that has not been answered yet.
+#[derive(Clone, Copy, Debug)]
+struct Waiting {
+    call: u64,
+    op: OpKind,
+    /// The lease token a release carries (0 for other operations).
+    release_token: u64,
+}
+
+/// What one replica sent and received in its latest term (kept after the term ends, until
+/// the next one starts).
+#[derive(Debug, Default)]
+pub(crate) struct TermLedger {
+    /// A term is open: `TermStarted` seen and its `TermEnded` not yet.
+    pub(crate) open: bool,
+    /// The latest `TermStarted`.
+    pub(crate) started: Option<Stamped<Event>>,
+    /// The latest `TermEnded`.
+    pub(crate) ended: Option<Stamped<Event>>,
+    waiting: Vec<Waiting>,
+    /// The answer to the term's acquire, whatever it was.
+    pub(crate) acquire_answer: Option<Stamped<Event>>,
+    /// The term's acquire answered a lease.
+    pub(crate) acquired: bool,
+    /// The highest token received in the term, and the answer that carried it.
+    pub(crate) latest: Option<(u64, Stamped<Event>)>,
+    /// Every token received in the term.
+    pub(crate) tokens: Vec<u64>,
+    /// The first renewal answer of the term that was `None` or an error.
+    pub(crate) lost: Option<Stamped<Event>>,
+    /// The first renewal answer of the term that was `None`.
+    pub(crate) lost_by_none: Option<Stamped<Event>>,
+    /// The highest token a release of the term carried, and that release's call.
+    pub(crate) released: Option<(u64, Stamped<Event>)>,
+    /// The highest token of a release of the term that was answered.
+    pub(crate) release_answered: Option<u64>,
+    /// Rows the term's deletes answered, summed.
+    pub(crate) rows_answered: u64,
+}
+
+impl TermLedger {
+    /// Reads one event of this ledger's replica.
+    pub(crate) fn observe(&mut self, event: &Stamped<Event>) {
+        match event.event.kind {
+            EventKind::TermStarted { .. } => self.start(event),
+            EventKind::TermEnded { .. } => {
+                // invariant: a TermEnded closes the open term; the ledger stays readable.
+                self.open = false;
+                self.ended = Some(event.clone());
+            }
+            EventKind::Call { call, request } if self.open => self.sent(event, call, request),
+            EventKind::Answered { call, answer, .. } => self.answered(event, call, answer),
+            _ => {}
+        }
+    }
+
+    /// The number of the latest term (0 before any).
+    pub(crate) fn term(&self) -> u32 {
+        self.started.as_ref().map_or(0, term_number)
+    }
+
+    /// The highest token received in the latest term.
+    pub(crate) fn latest_token(&self) -> Option<u64> {
+        self.latest.as_ref().map(|(token, _)| *token)
+    }
+
+    /// The answer that carried the latest token.
+    pub(crate) fn latest_answer(&self) -> Option<&Stamped<Event>> {
+        self.latest.as_ref().map(|(_, answer)| answer)
+    }
+
+    /// The release call with the highest token, if the term sent one.
+    pub(crate) fn release_call(&self) -> Option<&Stamped<Event>> {
+        self.released.as_ref().map(|(_, call)| call)
+    }
+
+    fn start(&mut self, event: &Stamped<Event>) {
+        self.open = true;
+        self.started = Some(event.clone());
+        self.waiting.clear();
+        self.acquire_answer = None;
+        self.acquired = false;
+        self.latest = None;
+        self.tokens.clear();
+        self.lost = None;
+        self.lost_by_none = None;
+        self.released = None;
+        self.release_answered = None;
+        self.rows_answered = 0;
+    }
+
+    fn sent(&mut self, event: &Stamped<Event>, call: u64, request: Request) {
+        let release_token = match request {
+            Request::Release { lease } => lease.token,
+            _ => 0,
+        };
+        self.waiting.push(Waiting {
+            call,
+            op: request.op(),
+            release_token,
+        });
+        if let Request::Release { lease } = request {
+            if self
+                .released
+                .as_ref()
+                .is_none_or(|(token, _)| lease.token > *token)
+            {
+                self.released = Some((lease.token, event.clone()));
+            }
+        }
+    }
+
+    fn answered(&mut self, event: &Stamped<Event>, call: u64, answer: Answer) {
+        let Some(index) = self.waiting.iter().position(|waiting| waiting.call == call) else {
+            return;
+        };
+        let waiting = self.waiting.swap_remove(index);
+        match (waiting.op, answer) {
+            (OpKind::Acquire, _) => {
+                self.acquire_answer = Some(event.clone());
+                if let Answer::Lease(Some(lease)) = answer {
+                    self.acquired = true;
+                    self.receive(lease.token, event);
+                }
+            }
+            (OpKind::Renew, Answer::Lease(Some(lease))) => self.receive(lease.token, event),
+            (OpKind::Renew, Answer::Lease(None)) => {
+                self.lost.get_or_insert_with(|| event.clone());
+                self.lost_by_none.get_or_insert_with(|| event.clone());
+            }
+            (OpKind::Renew, _) => {
+                self.lost.get_or_insert_with(|| event.clone());
+            }
+            (OpKind::Release, _) => {
+                let token = waiting.release_token;
+                self.release_answered = Some(self.release_answered.map_or(token, |t| t.max(token)));
+            }
+            (OpKind::Delete, Answer::Rows(rows)) => self.rows_answered += u64::from(rows),
+            (OpKind::Delete, _) => {}
+        }
+    }
+
+    fn receive(&mut self, token: u64, answer: &Stamped<Event>) {
+        self.tokens.push(token);
+        if self.latest_token().is_none_or(|latest| token > latest) {
+            self.latest = Some((token, answer.clone()));
+        }
+        debug_assert!(self.latest_token() >= Some(token));
+    }
+}
