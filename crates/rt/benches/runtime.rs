@@ -6,7 +6,11 @@
 //!
 //! Each figure is the median of several repetitions of N operations; the wall clock is read
 //! only here, around whole runs, never inside a simulation.
-#![allow(clippy::disallowed_types, clippy::disallowed_methods, clippy::print_stdout)]
+#![allow(
+    clippy::disallowed_types,
+    clippy::disallowed_methods,
+    clippy::print_stdout
+)]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -32,7 +36,11 @@ fn median_ns(ops: u64, mut run: impl FnMut()) -> f64 {
 }
 
 fn leasesim_polls(strategy: Strategy) {
-    let mut sim = Sim::new(SimConfig::seeded(1).with_strategy(strategy).with_recording(false));
+    let mut sim = Sim::new(
+        SimConfig::seeded(1)
+            .with_strategy(strategy)
+            .with_recording(false),
+    );
     let handle = sim.handle();
     let h = handle.clone();
     let task = handle.spawn(async move {
@@ -40,7 +48,9 @@ fn leasesim_polls(strategy: Strategy) {
             h.yield_now().await;
         }
     });
-    sim.block_on(task).expect_completed().expect("task completes");
+    sim.block_on(task)
+        .expect_completed()
+        .expect("task completes");
 }
 
 fn leasesim_timers() {
@@ -52,7 +62,9 @@ fn leasesim_timers() {
             h.sleep(1).await;
         }
     });
-    sim.block_on(task).expect_completed().expect("task completes");
+    sim.block_on(task)
+        .expect_completed()
+        .expect("task completes");
 }
 
 /// Four tasks yielding in turn under the random strategy: each step draws from ChaCha.
@@ -116,12 +128,30 @@ fn main() {
 
     println!("executor micro-benchmarks (median of {REPEATS} runs)");
     println!("  {:<44} {:>9}", "workload", "ns/op");
-    println!("  {:<44} {:>9.1}", "leasesim poll, 1 task yielding (random)", poll_ours);
-    println!("  {:<44} {:>9.1}", "leasesim poll, 1 task yielding (fifo)", poll_fifo);
-    println!("  {:<44} {:>9.1}", "leasesim poll, 4 tasks yielding (random)", poll_contended);
-    println!("  {:<44} {:>9.1}", "tokio paused poll, 1 task yielding", poll_tokio);
-    println!("  {:<44} {:>9.1}", "leasesim timer fire, 1 task sleeping 1 ms", timer_ours);
-    println!("  {:<44} {:>9.1}", "tokio paused timer fire, 1 task sleeping", timer_tokio);
+    println!(
+        "  {:<44} {:>9.1}",
+        "leasesim poll, 1 task yielding (random)", poll_ours
+    );
+    println!(
+        "  {:<44} {:>9.1}",
+        "leasesim poll, 1 task yielding (fifo)", poll_fifo
+    );
+    println!(
+        "  {:<44} {:>9.1}",
+        "leasesim poll, 4 tasks yielding (random)", poll_contended
+    );
+    println!(
+        "  {:<44} {:>9.1}",
+        "tokio paused poll, 1 task yielding", poll_tokio
+    );
+    println!(
+        "  {:<44} {:>9.1}",
+        "leasesim timer fire, 1 task sleeping 1 ms", timer_ours
+    );
+    println!(
+        "  {:<44} {:>9.1}",
+        "tokio paused timer fire, 1 task sleeping", timer_tokio
+    );
     println!(
         "poll ns: leasesim={poll_ours:.1} tokio={poll_tokio:.1} ratio={:.2}",
         poll_tokio / poll_ours

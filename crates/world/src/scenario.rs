@@ -157,17 +157,34 @@ impl<'de> Deserialize<'de> for Positive {
     }
 }
 
-/// One value per port operation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PerOp<T: Default> {
+/// One value per port operation. A key left out takes the default of its kind: probability
+/// 0, latency `[1, 5]` ms.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(
+    default,
+    deny_unknown_fields,
+    bound = "T: Deserialize<'de>, PerOp<T>: Default"
+)]
+pub struct PerOp<T> {
     pub acquire: T,
     pub renew: T,
     pub release: T,
     pub delete: T,
 }
 
-impl<T: Default + Copy> PerOp<T> {
+impl Default for PerOp<Probability> {
+    fn default() -> Self {
+        PerOp::all(Probability(0.0))
+    }
+}
+
+impl Default for PerOp<MsRange> {
+    fn default() -> Self {
+        PerOp::all(MsRange::new(1, 5))
+    }
+}
+
+impl<T: Copy> PerOp<T> {
     pub fn all(value: T) -> PerOp<T> {
         PerOp {
             acquire: value,
@@ -450,7 +467,7 @@ struct ScenarioFile {
     store: Option<Spanned<StoreSection>>,
     #[serde(default)]
     schedule: ScheduleSection,
-    #[serde(default = "defaults::latency")]
+    #[serde(default)]
     latency: PerOp<MsRange>,
     #[serde(default)]
     faults: FaultSection,
@@ -461,7 +478,7 @@ struct ScenarioFile {
 }
 
 mod defaults {
-    use super::{MsRange, PerOp, Positive};
+    use super::Positive;
 
     pub fn duration_ms() -> Positive {
         Positive(60_000)
@@ -477,10 +494,6 @@ mod defaults {
 
     pub fn yes() -> bool {
         true
-    }
-
-    pub fn latency() -> PerOp<MsRange> {
-        PerOp::all(MsRange::new(1, 5))
     }
 }
 

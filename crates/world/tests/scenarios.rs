@@ -1,6 +1,7 @@
 //! Scenario files: every shipped file loads, and each class of mistake is reported at its place.
 
 use leasesim_world::Scenario;
+use leasesim_world::scenario::MsRange;
 
 fn scenarios_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
@@ -53,6 +54,18 @@ fn defaults_switch_every_fault_off() {
     assert_eq!(scenario.clocks.offset_ms.max, 0);
     assert!(scenario.store.fencing);
     assert!(!scenario.swarm);
+    assert_eq!(scenario.latency.acquire, MsRange::new(1, 5));
+}
+
+#[test]
+fn a_partial_table_keeps_the_defaults_of_the_keys_it_leaves_out() {
+    let text =
+        "description = \"x\"\n[latency]\ndelete = [200, 900]\n[faults.reject]\nrenew = 0.5\n";
+    let scenario = Scenario::parse("p", "p.toml", text).unwrap();
+    assert_eq!(scenario.latency.delete, MsRange::new(200, 900));
+    assert_eq!(scenario.latency.renew, MsRange::new(1, 5));
+    assert_eq!(scenario.faults.reject.renew.get(), 0.5);
+    assert_eq!(scenario.faults.reject.acquire.get(), 0.0);
 }
 
 /// Parses `text` and returns the error as `file:line:column: message`.

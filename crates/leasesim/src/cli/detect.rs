@@ -1,0 +1,130 @@
+//! `leasesim detect`: the seeds-to-detect table for the defective workers.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use leasesim::catalog::{self, workers};
+use leasesim::detect::{RANGE_STRIDE, RangeResult, detect_range, median};
+use leasesim::error::UsageError;
+use leasesim::{Invariant, Strategy};
+
+use super::DetectArgs;
+
+fn ranges_in_parallel(
+    worker: &str,
+    caught_by: &[Invariant],
+    strategy: Strategy,
+    args: &DetectArgs,
+    jobs: usize,
+) -> Vec<RangeResult> {
+    let scenarios = catalog::resolve_scenarios("all").expect("builtin scenarios parse");
+    let next = AtomicU64::new(0);
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    let range = next.fetch_add(1, Ordering::Relaxed);
+                    if range >= args.ranges {
+                        break;
+                    }
+                    let start = range * RANGE_STRIDE;
+                    let result = detect_range(
+                        &scenarios,
+                        worker,
+                        caught_by,
+                        strategy,
+                        start,
+                        args.max_seeds,
+                    );
+                    results.lock().expect("no panic while locked").push(result);
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("jobs are done");
+    results.sort_by_key(|r| r.start_seed);
+    results
+}
+
+pub fn detect_command(args: DetectArgs) -> Result<i32, UsageError> {
+    let chosen: Vec<_> = workers()
+        .into_iter()
+        .filter(|w| w.name != "correct" && (args.worker == "all" || w.name == args.worker))
+        .collect();
+    if chosen.is_empty() {
+        catalog::check_worker(&args.worker)?;
+        return Err(UsageError::BadValue {
+            flag: "--worker",
+            given: args.worker,
+            why: "pick a defective worker".into(),
+        });
+    }
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    println!(
+        "seeds to detect: rounds of the {} default scenarios until the worker is caught by its own invariant; {} disjoint ranges, at most {} seeds each",
+        catalog::builtin_names().len(),
+        args.ranges,
+        args.max_seeds
+    );
+    println!();
+    println!(
+        "| worker | strategy | median seeds | max seeds | median runs | max runs | detected | caught by (most often) |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---|");
+    let mut missed = false;
+    for worker in chosen {
+        let caught_by: Vec<Invariant> = worker
+            .caught_by
+            .iter()
+            .filter_map(|n| Invariant::from_name(n))
+            .collect();
+        for &strategy in &args.strategies {
+            let results = ranges_in_parallel(worker.name, &caught_by, strategy, &args, jobs);
+            missed |= print_row(worker.name, strategy, &results);
+        }
+    }
+    Ok(i32::from(missed))
+}
+
+/// Prints one table row; returns true when some range did not detect the worker.
+fn print_row(worker: &str, strategy: Strategy, results: &[RangeResult]) -> bool {
+    let mut seeds: Vec<u64> = results
+        .iter()
+        .filter_map(|r| r.detected.as_ref().map(|d| d.0))
+        .collect();
+    let mut runs: Vec<u64> = results
+        .iter()
+        .filter_map(|r| r.detected.as_ref().map(|d| d.1))
+        .collect();
+    seeds.sort_unstable();
+    runs.sort_unstable();
+    let mut by_invariant: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for detected in results.iter().filter_map(|r| r.detected.as_ref()) {
+        *by_invariant.entry(detected.3.name()).or_insert(0) += 1;
+    }
+    let top = by_invariant
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map_or("-".to_string(), |(name, _)| (*name).to_string());
+    let strays: u64 = results.iter().map(|r| r.strays).sum();
+    let stray_note = if strays > 0 {
+        format!(" ({strays} runs failed another way first)")
+    } else {
+        String::new()
+    };
+    println!(
+        "| {worker} | {strategy} | {:.1} | {} | {:.1} | {} | {}/{} | {top}{stray_note} |",
+        median(&seeds),
+        seeds.last().map_or("-".into(), u64::to_string),
+        median(&runs),
+        runs.last().map_or("-".into(), u64::to_string),
+        seeds.len(),
+        results.len(),
+    );
+    seeds.len() < results.len()
+}

@@ -1,0 +1,581 @@
+//! The command line: argument parsing, output, exit codes.
+//!
+//! Terminology:
+//! - *replay line*: `leasesim replay --scenario NAME --seed S --worker NAME`, printed for
+//!   every failing seed, exactly in this form (a non-default strategy is appended as
+//!   `--strategy S`), so scripts can collect them.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+use std::io::{IsTerminal, Write as _};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use leasesim::catalog::{self, builtin, builtin_names, check_worker, worker_factory, workers};
+use leasesim::error::{UsageError, parse_duration_ms, parse_seed, parse_shard};
+use leasesim::faildb::{self, Entry, FailureDb};
+use leasesim::fuzz::{
+    Finding, Progress, ScenarioCampaign, ScenarioSummary, SeedPlan, run_campaign,
+};
+use leasesim::runner::{RunSpec, run};
+use leasesim::shrink::shrink;
+use leasesim::trace::{self, TraceHeader};
+use leasesim::{Scenario, Strategy, choices};
+use leasesim_check::Situation;
+use leasesim_rt::Feed;
+
+mod detect;
+mod report;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "leasesim",
+    version,
+    about = "Deterministic simulation testing for lease-fenced cleanup workers"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the scenarios and workers.
+    List,
+    /// Run many seeds and check every invariant.
+    Fuzz(FuzzArgs),
+    /// Run one seed (or a choices file) and print its full trace and verdict.
+    Replay(ReplayArgs),
+    /// Minimise a failing seed's choices while the same invariant still breaks.
+    Shrink(ShrinkArgs),
+    /// Measure how many seeds the harness needs to catch each defective worker.
+    Detect(DetectArgs),
+}
+
+#[derive(Args, Debug)]
+struct DetectArgs {
+    /// A defective worker, or `all`.
+    #[arg(long, default_value = "all")]
+    worker: String,
+    /// Strategies to measure (repeatable).
+    #[arg(long = "strategy", value_parser = parse_strategy, default_values = ["random", "pct:3"])]
+    strategies: Vec<Strategy>,
+    /// Disjoint seed ranges per worker and strategy.
+    #[arg(long, default_value_t = 20)]
+    ranges: u64,
+    /// Give up on a range after this many seeds.
+    #[arg(long, default_value_t = 200)]
+    max_seeds: u64,
+    /// Parallel jobs (default: every core).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+struct Target {
+    /// A scenario name, a path to a scenario file (fuzz also takes `all`).
+    #[arg(long, default_value = "all")]
+    scenario: String,
+    /// The worker: `correct` or a defective worker (see `leasesim list`).
+    #[arg(long, default_value = "correct")]
+    worker: String,
+    /// Scheduling strategy: random, pct:D (D = depth), or fifo.
+    #[arg(long, default_value = "random", value_parser = parse_strategy)]
+    strategy: Strategy,
+}
+
+#[derive(Args, Debug)]
+struct FuzzArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Seeds per scenario.
+    #[arg(long, default_value_t = 1_000, conflicts_with = "duration")]
+    seeds: u64,
+    /// Run for this long instead of a seed count (e.g. 90s, 10m, 2h), split across scenarios.
+    #[arg(long, value_parser = parse_duration_ms)]
+    duration: Option<u64>,
+    /// The first seed (decimal or 0x-hex).
+    #[arg(long, default_value = "0", value_parser = parse_seed)]
+    start_seed: u64,
+    /// Parallel jobs (default: every core).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// Run shard K of N of the seed range (1 <= K <= N).
+    #[arg(long, default_value = "1/1", value_parser = parse_shard)]
+    shard: (u64, u64),
+    /// Print a JSON summary instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write a JUnit XML report here.
+    #[arg(long)]
+    junit: Option<PathBuf>,
+    /// The failure database (replayed first, appended to).
+    #[arg(long, default_value = faildb::DEFAULT_PATH)]
+    failures: PathBuf,
+    /// Neither replay nor record the failure database.
+    #[arg(long)]
+    no_failure_db: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+struct ReplayArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The seed to replay (decimal or 0x-hex).
+    #[arg(long, value_parser = parse_seed, required_unless_present = "choices")]
+    seed: Option<u64>,
+    /// Replay a recorded choices file (from `shrink`) instead of a seed.
+    #[arg(long, conflicts_with = "seed")]
+    choices: Option<String>,
+    /// Output format of the trace.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+#[derive(Args, Debug)]
+struct ShrinkArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The failing seed (decimal or 0x-hex).
+    #[arg(long, value_parser = parse_seed)]
+    seed: u64,
+    /// Where to save the shrunk choices (default: .leasesim/shrunk/SCENARIO-WORKER-SEED.choices).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The most candidate runs to try.
+    #[arg(long, default_value_t = 20_000)]
+    budget: u64,
+}
+
+fn parse_strategy(text: &str) -> Result<Strategy, String> {
+    text.parse()
+}
+
+/// Runs the CLI; returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let result = match cli.command {
+        Command::List => list(),
+        Command::Fuzz(args) => fuzz(args),
+        Command::Replay(args) => replay(args),
+        Command::Shrink(args) => shrink_command(args),
+        Command::Detect(args) => detect::detect_command(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err}");
+            2
+        }
+    }
+}
+
+fn list() -> Result<i32, UsageError> {
+    println!("scenarios:");
+    for name in builtin_names() {
+        let scenario = builtin(name).expect("a builtin name")?;
+        println!("  {name:<24} {}", scenario.description);
+    }
+    println!("\nworkers:");
+    for worker in workers() {
+        let caught = if worker.caught_by.is_empty() {
+            String::new()
+        } else {
+            format!(" [caught by {}]", worker.caught_by.join(", "))
+        };
+        println!("  {:<24} {}{caught}", worker.name, worker.description);
+    }
+    println!("\ninvariants:");
+    for invariant in leasesim::Invariant::ALL {
+        println!("  {:<24} {}", invariant.name(), invariant.holds_when());
+    }
+    println!("\nsituations (\"sometimes\" coverage):");
+    for situation in Situation::ALL {
+        println!("  {:<24} {}", situation.name(), situation.describe());
+    }
+    Ok(0)
+}
+
+/// The replay line for a failing seed.
+pub fn replay_line(scenario: &str, seed: u64, worker: &str, strategy: Strategy) -> String {
+    let mut line = format!("leasesim replay --scenario {scenario} --seed {seed} --worker {worker}");
+    if strategy != Strategy::Random {
+        line.push_str(&format!(" --strategy {strategy}"));
+    }
+    line
+}
+
+/// How a scenario is named in replay lines: its builtin name, or the path it came from.
+fn scenario_ref(scenario: &Scenario) -> String {
+    if builtin(&scenario.name).is_some()
+        && scenario.source == format!("scenarios/{}.toml", scenario.name)
+    {
+        scenario.name.clone()
+    } else {
+        scenario.source.clone()
+    }
+}
+
+fn single_scenario(reference: &str) -> Result<Scenario, UsageError> {
+    if reference == "all" {
+        return Err(UsageError::BadValue {
+            flag: "--scenario",
+            given: reference.into(),
+            why: "this command takes one scenario".into(),
+        });
+    }
+    Ok(catalog::resolve_scenarios(reference)?.remove(0))
+}
+
+fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
+    let scenarios = catalog::resolve_scenarios(&args.target.scenario)?;
+    let worker = check_worker(&args.target.worker)?.to_string();
+    let mut db = if args.no_failure_db {
+        None
+    } else {
+        Some(FailureDb::open(&args.failures)?)
+    };
+    if let Some(db) = &db {
+        db.check_writable()?;
+    }
+    let strategy = args.target.strategy;
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let interactive = std::io::stderr().is_terminal() && !args.json;
+    let regressions = match &db {
+        Some(db) => replay_regressions(db, &scenarios, &worker, strategy),
+        None => Vec::new(),
+    };
+    let plan_for = |index: usize| match args.duration {
+        Some(ms) => {
+            let share = ms / scenarios.len() as u64
+                + u64::from((index as u64) < ms % scenarios.len() as u64);
+            SeedPlan::Duration {
+                start: args.start_seed,
+                wall_ms: share.max(1),
+            }
+        }
+        None => SeedPlan::Count {
+            start: args.start_seed,
+            count: args.seeds,
+        },
+    };
+    let mut summaries = Vec::new();
+    for (index, scenario) in scenarios.iter().enumerate() {
+        let campaign = ScenarioCampaign {
+            scenario: scenario.clone(),
+            worker: worker.clone(),
+            strategy,
+            plan: plan_for(index),
+            shard: args.shard,
+            jobs,
+        };
+        summaries.push(run_one_campaign(&campaign, interactive));
+    }
+    report_findings(
+        &summaries,
+        &regressions,
+        &worker,
+        strategy,
+        &scenarios,
+        args.json,
+    );
+    if let Some(path) = &args.junit {
+        report::write_junit(path, &summaries, &worker)?;
+    }
+    let failed =
+        summaries.iter().any(|s| s.failed_seeds() > 0) || regressions.iter().any(|r| r.still_fails);
+    if let Some(db) = &mut db {
+        let found: Vec<Entry> = db_entries(&summaries, &scenarios, &worker, strategy);
+        let added = db.add(found);
+        db.save()?;
+        if added > 0 && !args.json {
+            println!("recorded {added} new failure(s) in {}", db.path().display());
+        }
+    }
+    Ok(i32::from(failed))
+}
+
+/// A failure-database entry replayed before the campaign.
+pub struct Regression {
+    pub entry: Entry,
+    pub still_fails: bool,
+    pub sentence: String,
+}
+
+fn replay_regressions(
+    db: &FailureDb,
+    scenarios: &[Scenario],
+    worker: &str,
+    strategy: Strategy,
+) -> Vec<Regression> {
+    let mut out = Vec::new();
+    for entry in db.entries() {
+        let Some(scenario) = scenarios.iter().find(|s| scenario_ref(s) == entry.scenario) else {
+            continue;
+        };
+        if entry.worker != worker || entry.strategy != strategy.to_string() {
+            continue;
+        }
+        let spec = RunSpec {
+            scenario: Rc::new(scenario.clone()),
+            worker: worker.to_string(),
+            factory: worker_factory(worker).expect("checked"),
+            feed: Feed::Seed(entry.seed),
+            strategy,
+            keep_events: false,
+            record_choices: false,
+        };
+        let report = run(&spec);
+        out.push(Regression {
+            entry: entry.clone(),
+            still_fails: report.failed(),
+            sentence: report.outcome.sentence(),
+        });
+    }
+    out
+}
+
+fn db_entries(
+    summaries: &[ScenarioSummary],
+    scenarios: &[Scenario],
+    worker: &str,
+    strategy: Strategy,
+) -> Vec<Entry> {
+    summaries
+        .iter()
+        .zip(scenarios)
+        .flat_map(|(summary, scenario)| {
+            summary
+                .findings
+                .iter()
+                .filter(|f| !f.expected)
+                .map(move |f| Entry {
+                    scenario: scenario_ref(scenario),
+                    worker: worker.to_string(),
+                    strategy: strategy.to_string(),
+                    seed: f.seed,
+                    outcome: f.label.clone(),
+                    sentence: f.sentence.clone(),
+                })
+        })
+        .collect()
+}
+
+fn run_one_campaign(campaign: &ScenarioCampaign, interactive: bool) -> ScenarioSummary {
+    let progress = Progress::default();
+    let name = campaign.scenario.name.clone();
+    let bar = interactive.then(|| {
+        let length = match campaign.plan {
+            SeedPlan::Count { count, .. } => leasesim::fuzz::shard_len(count, campaign.shard),
+            SeedPlan::Duration { .. } => 0,
+        };
+        let bar = ProgressBar::new(length);
+        let style = ProgressStyle::with_template(
+            "{prefix:>24} [{bar:30}] {pos}/{len} seeds {per_sec} {msg}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> ");
+        bar.set_style(style);
+        bar.set_prefix(name.clone());
+        bar
+    });
+    let started = Instant::now();
+    let mut tick = || {
+        let done = progress.done.load(std::sync::atomic::Ordering::Relaxed);
+        let failed = progress.failed.load(std::sync::atomic::Ordering::Relaxed);
+        if let Some(bar) = &bar {
+            bar.set_position(done);
+            bar.set_message(format!("{failed} failing"));
+        }
+    };
+    let summary = run_campaign(campaign, &progress, &mut tick);
+    match &bar {
+        Some(bar) => bar.finish_and_clear(),
+        None => eprintln!(
+            "fuzz {name}: {} seeds, {} failing, {:.0} seeds/s ({:.1}s)",
+            summary.seeds,
+            summary.failed_seeds(),
+            summary.seeds as f64 / started.elapsed().as_secs_f64().max(1e-9),
+            started.elapsed().as_secs_f64()
+        ),
+    }
+    summary
+}
+
+fn report_findings(
+    summaries: &[ScenarioSummary],
+    regressions: &[Regression],
+    worker: &str,
+    strategy: Strategy,
+    scenarios: &[Scenario],
+    json: bool,
+) {
+    if json {
+        println!(
+            "{}",
+            report::json_summary(summaries, regressions, scenarios, worker, strategy)
+        );
+        return;
+    }
+    for regression in regressions {
+        let entry = &regression.entry;
+        let state = if regression.still_fails {
+            "still fails"
+        } else {
+            "now passes"
+        };
+        println!(
+            "regression {} seed {} ({}): {state}: {}",
+            entry.scenario, entry.seed, entry.outcome, regression.sentence
+        );
+        if regression.still_fails {
+            println!(
+                "{}",
+                replay_line(&entry.scenario, entry.seed, worker, strategy)
+            );
+        }
+    }
+    for (summary, scenario) in summaries.iter().zip(scenarios) {
+        for finding in summary.findings.iter().filter(|f| !f.expected) {
+            print_finding(scenario, finding, worker, strategy);
+        }
+    }
+    println!("{}", report::table(summaries));
+    println!("{}", report::coverage_lines(summaries));
+}
+
+fn print_finding(scenario: &Scenario, finding: &Finding, worker: &str, strategy: Strategy) {
+    let reference = scenario_ref(scenario);
+    println!(
+        "FAIL {} seed {}: {}: {}",
+        reference, finding.seed, finding.label, finding.sentence
+    );
+    println!(
+        "{}",
+        replay_line(&reference, finding.seed, worker, strategy)
+    );
+}
+
+fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
+    let scenario = single_scenario(&args.target.scenario)?;
+    let worker = check_worker(&args.target.worker)?;
+    let (feed, feed_text) = match (&args.choices, args.seed) {
+        (Some(path), _) => (
+            Feed::Replay(choices::read(path)?),
+            format!("choices {path}"),
+        ),
+        (None, Some(seed)) => (Feed::Seed(seed), format!("seed {seed}")),
+        (None, None) => unreachable!("clap requires --seed or --choices"),
+    };
+    let head = TraceHeader {
+        scenario: scenario.name.clone(),
+        source: scenario.source.clone(),
+        feed: feed_text,
+        worker: worker.to_string(),
+        strategy: args.target.strategy.to_string(),
+    };
+    let spec = RunSpec {
+        scenario: Rc::new(scenario),
+        worker: worker.to_string(),
+        factory: worker_factory(worker)?,
+        feed,
+        strategy: args.target.strategy,
+        keep_events: true,
+        record_choices: false,
+    };
+    let report = run(&spec);
+    let mut stdout = std::io::stdout().lock();
+    let text = match args.format {
+        Format::Text => trace::render(&head, &report),
+        Format::Json => trace::render_json(&report),
+    };
+    let _ = stdout.write_all(text.as_bytes());
+    Ok(i32::from(report.failed()))
+}
+
+fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
+    let scenario = single_scenario(&args.target.scenario)?;
+    let worker = check_worker(&args.target.worker)?;
+    let reference = scenario_ref(&scenario);
+    let spec = RunSpec {
+        scenario: Rc::new(scenario.clone()),
+        worker: worker.to_string(),
+        factory: worker_factory(worker)?,
+        feed: Feed::Seed(args.seed),
+        strategy: args.target.strategy,
+        keep_events: false,
+        record_choices: true,
+    };
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            ".leasesim/shrunk/{}-{worker}-{}.choices",
+            scenario.name, args.seed
+        ))
+    });
+    let started = Instant::now();
+    let Some(shrunk) = shrink(&spec, args.budget) else {
+        println!(
+            "seed {} of {reference} passes with worker {worker}: nothing to shrink",
+            args.seed
+        );
+        return Ok(0);
+    };
+    let elapsed = started.elapsed().as_secs_f64();
+    let head = TraceHeader {
+        scenario: scenario.name.clone(),
+        source: scenario.source.clone(),
+        feed: format!("choices {} (shrunk from seed {})", out.display(), args.seed),
+        worker: worker.to_string(),
+        strategy: args.target.strategy.to_string(),
+    };
+    print!("{}", trace::render(&head, &shrunk.report));
+    let header = vec![
+        format!("scenario: {reference}"),
+        format!("worker: {worker}"),
+        format!("strategy: {}", args.target.strategy),
+        format!("shrunk from seed {}", args.seed),
+        format!("verdict: {}", trace::verdict_line(&shrunk.report.outcome)),
+    ];
+    let text = choices::render(&header, &shrunk.report.choices);
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|err| UsageError::File {
+            path: parent.display().to_string(),
+            why: err.to_string(),
+        })?;
+    }
+    std::fs::write(&out, text).map_err(|err| UsageError::File {
+        path: out.display().to_string(),
+        why: format!("cannot save choices: {err}"),
+    })?;
+    println!(
+        "shrunk: {} events -> {} events in {elapsed:.2} s ({} candidate runs)",
+        shrunk.original_events, shrunk.report.stats.events, shrunk.candidates
+    );
+    println!("choices saved to {}", out.display());
+    let mut replay = format!(
+        "leasesim replay --scenario {reference} --worker {worker} --choices {}",
+        out.display()
+    );
+    if args.target.strategy != Strategy::Random {
+        replay.push_str(&format!(" --strategy {}", args.target.strategy));
+    }
+    println!("{replay}");
+    Ok(1)
+}

@@ -1,0 +1,215 @@
+//! The failure database: every failure a campaign finds, replayed first by the next one.
+//!
+//! Terminology:
+//! - *entry*: scenario, worker, strategy, seed, and the outcome label seen (plus the
+//!   sentence, for humans). Entries are deduplicated on (scenario, worker, strategy, seed),
+//!   and at most [`PER_SIGNATURE`] seeds are kept per (scenario, worker, strategy, label),
+//!   the smallest ones, so a broken worker does not flood the file.
+//! - *regression set*: the file committed to the repository (`.leasesim/failures.toml`);
+//!   every `fuzz` replays its entries for the campaign's scenarios and worker before new
+//!   seeds, as Hypothesis and proptest do with their example databases.
+//!
+//! Writes are atomic: the whole file is written next to the target and renamed over it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::UsageError;
+
+/// Seeds kept per failure signature.
+pub const PER_SIGNATURE: usize = 5;
+
+/// The default location, relative to the working directory.
+pub const DEFAULT_PATH: &str = ".leasesim/failures.toml";
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub scenario: String,
+    pub worker: String,
+    pub strategy: String,
+    pub seed: u64,
+    pub outcome: String,
+    pub sentence: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default, rename = "failure")]
+    failures: Vec<Entry>,
+}
+
+/// The database file and its entries.
+#[derive(Debug)]
+pub struct FailureDb {
+    path: PathBuf,
+    entries: Vec<Entry>,
+}
+
+impl FailureDb {
+    /// Loads the file (a missing file is an empty database).
+    pub fn open(path: &Path) -> Result<FailureDb, UsageError> {
+        let shown = path.display().to_string();
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(err) => {
+                return Err(UsageError::File {
+                    path: shown,
+                    why: format!("cannot read: {err}"),
+                });
+            }
+        };
+        let file: File = toml::from_str(&text).map_err(|err| {
+            let offset = err.span().map_or(0, |span| span.start);
+            let location = leasesim_world::Location::at(&shown, &text, offset);
+            UsageError::File {
+                path: location.to_string(),
+                why: err.message().trim().to_string(),
+            }
+        })?;
+        Ok(FailureDb {
+            path: path.to_path_buf(),
+            entries: file.failures,
+        })
+    }
+
+    /// Fails early when the file cannot be written (before any seed runs).
+    pub fn check_writable(&self) -> Result<(), UsageError> {
+        let dir = self.dir();
+        std::fs::create_dir_all(&dir).map_err(|err| self.unwritable(err))?;
+        let probe = dir.join(".leasesim-write-probe");
+        std::fs::write(&probe, b"").map_err(|err| self.unwritable(err))?;
+        let _ = std::fs::remove_file(probe);
+        if self.path.exists() {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&self.path)
+                .map_err(|err| self.unwritable(err))?;
+        }
+        Ok(())
+    }
+
+    fn dir(&self) -> PathBuf {
+        match self.path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+
+    fn unwritable(&self, err: std::io::Error) -> UsageError {
+        UsageError::File {
+            path: self.path.display().to_string(),
+            why: format!("failure database is not writable: {err}"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Adds entries (deduplicated, capped per signature); returns how many were new.
+    pub fn add(&mut self, found: impl IntoIterator<Item = Entry>) -> usize {
+        let before = self.entries.len();
+        let mut by_key: BTreeMap<(String, String, String, u64), Entry> = BTreeMap::new();
+        for entry in self.entries.drain(..).chain(found) {
+            let key = (
+                entry.scenario.clone(),
+                entry.worker.clone(),
+                entry.strategy.clone(),
+                entry.seed,
+            );
+            by_key.entry(key).or_insert(entry);
+        }
+        let mut per_signature: BTreeMap<(String, String, String, String), usize> = BTreeMap::new();
+        self.entries = by_key
+            .into_values()
+            .filter(|e| {
+                let signature = (
+                    e.scenario.clone(),
+                    e.worker.clone(),
+                    e.strategy.clone(),
+                    e.outcome.clone(),
+                );
+                let kept = per_signature.entry(signature).or_insert(0);
+                *kept += 1;
+                *kept <= PER_SIGNATURE
+            })
+            .collect();
+        self.entries.len().saturating_sub(before)
+    }
+
+    /// Writes the whole file atomically (temporary file, then rename).
+    pub fn save(&self) -> Result<(), UsageError> {
+        std::fs::create_dir_all(self.dir()).map_err(|err| self.unwritable(err))?;
+        let text = toml::to_string(&File {
+            failures: self.entries.clone(),
+        })
+        .expect("entries serialise to TOML");
+        let header = "# leasesim failure database: failures found by `leasesim fuzz`, replayed first\n\
+                      # by the next fuzz. Commit it to keep them as a regression set.\n\n";
+        let temporary = self.path.with_extension("toml.tmp");
+        std::fs::write(&temporary, format!("{header}{text}"))
+            .map_err(|err| self.unwritable(err))?;
+        std::fs::rename(&temporary, &self.path).map_err(|err| self.unwritable(err))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(seed: u64, outcome: &str) -> Entry {
+        Entry {
+            scenario: "steady".into(),
+            worker: "uncapped".into(),
+            strategy: "random".into(),
+            seed,
+            outcome: outcome.into(),
+            sentence: "s".into(),
+        }
+    }
+
+    #[test]
+    fn entries_are_deduplicated_and_capped_per_signature() {
+        let mut db = FailureDb {
+            path: PathBuf::from("x.toml"),
+            entries: vec![],
+        };
+        assert_eq!(db.add([entry(3, "term-cap"), entry(3, "term-cap")]), 1);
+        let more: Vec<Entry> = (10..20).map(|s| entry(s, "term-cap")).collect();
+        db.add(more);
+        assert_eq!(db.entries().len(), PER_SIGNATURE);
+        assert_eq!(db.entries()[0].seed, 3, "the smallest seeds are kept");
+        db.add([entry(99, "batch-limit")]);
+        assert_eq!(db.entries().len(), PER_SIGNATURE + 1);
+    }
+
+    #[test]
+    fn save_and_open_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/failures.toml");
+        let mut db = FailureDb::open(&path).unwrap();
+        db.check_writable().unwrap();
+        db.add([entry(1, "term-cap")]);
+        db.save().unwrap();
+        let again = FailureDb::open(&path).unwrap();
+        assert_eq!(again.entries(), db.entries());
+    }
+
+    #[test]
+    fn a_malformed_file_is_reported_with_its_location() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("failures.toml");
+        std::fs::write(&path, "[[failure]]\nscenario = 3\n").unwrap();
+        let err = FailureDb::open(&path).unwrap_err().to_string();
+        assert!(err.contains("failures.toml:2:12"), "{err}");
+    }
+}

@@ -1,0 +1,285 @@
+//! One run: a scenario, a worker and a feed (seed or choices) in; a typed verdict out.
+//!
+//! Terminology:
+//! - *feed*: a seed (ChaCha stream) or a recorded choice sequence (replay, shrinking).
+//! - *outcome*: [`Outcome::Pass`], or the first thing that went wrong: an invariant
+//!   violation, a deadlock, a panic inside a task, or a liveness failure (the liveness
+//!   invariant, or a run that hit its step or time budget).
+//! - *expected violation*: an invariant the scenario declares it breaks on purpose (e.g.
+//!   `fencing-off` expects `stale-token-delete`). It is recorded, but does not halt the run
+//!   or fail it; every other invariant is still checked.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use leasesim_check::{CheckConfig, CheckerSet, Coverage, Invariant, Violation};
+use leasesim_events::Event;
+use leasesim_rt::{Choice, Feed, Flow, RunOutcome, SimConfig, Stamped, Strategy, TaskInfo};
+use leasesim_world::{FaultProfile, Scenario, WorkerFactory, simulate};
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Pass,
+    /// A safety invariant broke (the first one, in event order).
+    Violation(Box<Violation>),
+    /// Tasks were waiting and nothing could ever wake them.
+    Deadlock {
+        blocked: Vec<TaskInfo>,
+    },
+    /// A task panicked (the worker or the world hit an assertion).
+    Panic {
+        task: TaskInfo,
+        message: String,
+    },
+    /// Something that had to happen did not: the liveness invariant broke, or the run hit
+    /// its step or virtual-time budget.
+    Liveness {
+        violation: Option<Box<Violation>>,
+        reason: String,
+    },
+}
+
+impl Outcome {
+    pub fn is_pass(&self) -> bool {
+        matches!(self, Outcome::Pass)
+    }
+
+    /// The violated invariant, when there is one.
+    pub fn invariant(&self) -> Option<Invariant> {
+        match self {
+            Outcome::Violation(v) => Some(v.invariant),
+            Outcome::Liveness {
+                violation: Some(v), ..
+            } => Some(v.invariant),
+            _ => None,
+        }
+    }
+
+    pub fn violation(&self) -> Option<&Violation> {
+        match self {
+            Outcome::Violation(v) => Some(v),
+            Outcome::Liveness {
+                violation: Some(v), ..
+            } => Some(v),
+            _ => None,
+        }
+    }
+
+    /// A stable short label: `pass`, the invariant name, `deadlock`, `panic`, `liveness`.
+    pub fn label(&self) -> String {
+        match self {
+            Outcome::Pass => "pass".into(),
+            Outcome::Violation(v) => v.invariant.name().into(),
+            Outcome::Deadlock { .. } => "deadlock".into(),
+            Outcome::Panic { .. } => "panic".into(),
+            Outcome::Liveness {
+                violation: Some(v), ..
+            } => v.invariant.name().into(),
+            Outcome::Liveness {
+                violation: None, ..
+            } => "liveness".into(),
+        }
+    }
+
+    /// One plain sentence saying what went wrong.
+    pub fn sentence(&self) -> String {
+        match self {
+            Outcome::Pass => "every invariant held".into(),
+            Outcome::Violation(v) => v.sentence.clone(),
+            Outcome::Deadlock { blocked } => {
+                let names: Vec<String> = blocked.iter().map(ToString::to_string).collect();
+                format!("deadlock: no task can progress ({})", names.join(", "))
+            }
+            Outcome::Panic { task, message } => format!("{task} panicked: {message}"),
+            Outcome::Liveness {
+                violation: Some(v), ..
+            } => v.sentence.clone(),
+            Outcome::Liveness {
+                violation: None,
+                reason,
+            } => reason.clone(),
+        }
+    }
+}
+
+/// What to run.
+#[derive(Clone)]
+pub struct RunSpec {
+    pub scenario: Rc<Scenario>,
+    pub worker: String,
+    pub factory: Rc<WorkerFactory>,
+    pub feed: Feed,
+    pub strategy: Strategy,
+    /// Keep every event (traces); fuzzing keeps none.
+    pub keep_events: bool,
+    /// Record every choice (replay files, shrinking).
+    pub record_choices: bool,
+}
+
+/// Counters of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    pub steps: u64,
+    pub draws: u64,
+    pub events: u64,
+    pub end_ms: u64,
+    pub trace_hash: u64,
+}
+
+/// Everything one run produced.
+#[derive(Debug)]
+pub struct RunReport {
+    pub outcome: Outcome,
+    /// First violation of each expected invariant, in the order they happened.
+    pub expected: Vec<Violation>,
+    pub coverage: Coverage,
+    pub stats: RunStats,
+    pub profile: FaultProfile,
+    pub events: Vec<Stamped<Event>>,
+    pub choices: Vec<Choice>,
+}
+
+impl RunReport {
+    /// Did the run fail (anything but a pass; expected violations do not count)?
+    pub fn failed(&self) -> bool {
+        !self.outcome.is_pass()
+    }
+}
+
+/// The invariants `scenario` expects to break.
+pub fn expected_invariants(scenario: &Scenario) -> Vec<Invariant> {
+    scenario
+        .expect
+        .iter()
+        .filter_map(|(name, _)| Invariant::from_name(name))
+        .collect()
+}
+
+/// The checker configuration for a scenario.
+pub fn check_config(scenario: &Scenario) -> CheckConfig {
+    CheckConfig {
+        batch_rows: scenario.worker.batch_rows,
+        cap_rows: scenario.worker.cap_rows,
+        retention_ms: scenario.worker.retention_ms,
+        term_bound_ms: scenario.term_bound_ms,
+    }
+}
+
+/// The observers of one run: halting checkers, non-halting expected ones, and coverage.
+struct Observers {
+    checked: CheckerSet,
+    expected: Vec<CheckerSet>,
+    coverage: Coverage,
+}
+
+impl Observers {
+    fn new(scenario: &Scenario) -> Observers {
+        let config = check_config(scenario);
+        let expected_list = expected_invariants(scenario);
+        let checked_list: Vec<Invariant> = Invariant::ALL
+            .into_iter()
+            .filter(|i| !expected_list.contains(i))
+            .collect();
+        Observers {
+            checked: CheckerSet::only(&config, &checked_list),
+            expected: expected_list
+                .iter()
+                .map(|&i| CheckerSet::only(&config, &[i]))
+                .collect(),
+            coverage: Coverage::new(),
+        }
+    }
+
+    fn on_event(&mut self, event: &Stamped<Event>) -> Flow {
+        self.coverage.on_event(event);
+        for set in &mut self.expected {
+            if set.violation().is_none() {
+                set.on_event(event);
+            }
+        }
+        self.checked.on_event(event)
+    }
+}
+
+/// Runs one simulation and checks it.
+pub fn run(spec: &RunSpec) -> RunReport {
+    let observers = Rc::new(RefCell::new(Observers::new(&spec.scenario)));
+    let sink = observers.clone();
+    let config = SimConfig {
+        feed: spec.feed.clone(),
+        ..SimConfig::seeded(0)
+    }
+    .with_strategy(spec.strategy)
+    .with_recording(spec.record_choices);
+    let world_run = simulate(
+        &spec.scenario,
+        &spec.factory,
+        config,
+        spec.keep_events,
+        Some(Box::new(move |event: &Stamped<Event>| {
+            sink.borrow_mut().on_event(event)
+        })),
+    );
+    let mut observers = Rc::try_unwrap(observers)
+        .ok()
+        .expect("the event log dropped its observer with the simulation")
+        .into_inner();
+    let outcome = judge(world_run.outcome, &mut observers, world_run.end_ms);
+    let expected = observers
+        .expected
+        .iter_mut()
+        .filter_map(CheckerSet::take_violation)
+        .collect();
+    RunReport {
+        outcome,
+        expected,
+        coverage: observers.coverage,
+        stats: RunStats {
+            steps: world_run.steps,
+            draws: world_run.draws,
+            events: world_run.events_emitted,
+            end_ms: world_run.end_ms,
+            trace_hash: world_run.trace_hash,
+        },
+        profile: world_run.profile,
+        events: world_run.events,
+        choices: world_run.choices,
+    }
+}
+
+/// Turns the runtime's outcome and the checkers' findings into one verdict.
+fn judge(outcome: RunOutcome<()>, observers: &mut Observers, end_ms: u64) -> Outcome {
+    let from_violation = |violation: Violation| {
+        if violation.invariant == Invariant::Liveness {
+            let reason = violation.sentence.clone();
+            Outcome::Liveness {
+                violation: Some(Box::new(violation)),
+                reason,
+            }
+        } else {
+            Outcome::Violation(Box::new(violation))
+        }
+    };
+    match outcome {
+        RunOutcome::Completed(()) | RunOutcome::Halted => {
+            if observers.checked.violation().is_none() {
+                observers.checked.finish(end_ms);
+            }
+            match observers.checked.take_violation() {
+                Some(violation) => from_violation(violation),
+                None => Outcome::Pass,
+            }
+        }
+        RunOutcome::Deadlock { blocked } => Outcome::Deadlock { blocked },
+        RunOutcome::Panic { task, message } => Outcome::Panic { task, message },
+        RunOutcome::StepLimit { steps } => Outcome::Liveness {
+            violation: None,
+            reason: format!("the run did not finish within its step budget ({steps} steps)"),
+        },
+        RunOutcome::TimeLimit { now_ms } => Outcome::Liveness {
+            violation: None,
+            reason: format!("the run did not finish within its virtual-time budget (t={now_ms}ms)"),
+        },
+    }
+}

@@ -1,0 +1,326 @@
+//! Traces reviewers read: one event a line, byte-stable.
+//!
+//! Terminology:
+//! - *header*: scenario, feed (seed or choices file), worker, strategy, the fault profile
+//!   the run drew, and the verdict.
+//! - *line*: virtual time (fixed width), replica, operation, arguments, outcome. Call ids
+//!   (`#12`) tie a request to its apply and its answer.
+//! - *clock values* (clock reads, cutoffs, lease expiries, row creation times) are shown
+//!   relative to the epoch, the instant virtual time 0 corresponds to: `-300000` is five
+//!   minutes before the run started.
+//! - *annotations*: lines starting `**` (faults, lease handovers) and `!!` (the violation,
+//!   right after the event that broke the invariant).
+//!
+//! Nothing here reads an address, a wall clock or a hash order: the same run renders the same
+//! bytes on every machine.
+
+use std::fmt::Write as _;
+
+use leasesim_events::{
+    Answer, Applied, EndKind, Event, EventKind, Failure, OpKind, Phase, ReplicaId, Request,
+};
+use leasesim_rt::Stamped;
+use leasesim_world::EPOCH_MS;
+
+use crate::runner::{Outcome, RunReport};
+
+/// What the header says about where a run came from.
+#[derive(Clone, Debug)]
+pub struct TraceHeader {
+    pub scenario: String,
+    pub source: String,
+    /// `seed 42` or `choices path/to/file`.
+    pub feed: String,
+    pub worker: String,
+    pub strategy: String,
+}
+
+/// A clock value relative to the epoch, signed, in ms.
+pub fn clock(value_ms: u64) -> String {
+    let relative = value_ms as i128 - i128::from(EPOCH_MS);
+    format!("{relative:+}ms")
+}
+
+fn end_name(end: EndKind) -> &'static str {
+    match end {
+        EndKind::StoppedBeforeStart => "stopped-before-start",
+        EndKind::NotLeader => "not-leader",
+        EndKind::CapReached => "cap-reached",
+        EndKind::Drained => "drained",
+        EndKind::LostByNone => "leadership-lost (renew answered none)",
+        EndKind::LostByError => "leadership-lost (renew failed)",
+        EndKind::Stopped => "stopped",
+        EndKind::FailedAcquire => "failed (acquire error)",
+        EndKind::FailedDelete => "failed (delete error)",
+        EndKind::AlreadyRunning => "refused (already running)",
+    }
+}
+
+fn failure_name(failure: Failure) -> &'static str {
+    match failure {
+        Failure::Rejected => "rejected",
+        Failure::Timeout => "timeout",
+        Failure::StaleToken => "stale-token",
+    }
+}
+
+fn request_text(request: &Request) -> String {
+    match request {
+        Request::Acquire => "acquire".into(),
+        Request::Renew { lease } => format!("renew token={}", lease.token),
+        Request::Release { lease } => format!("release token={}", lease.token),
+        Request::Delete {
+            older_than_ms,
+            limit,
+            token,
+        } => {
+            format!(
+                "delete_batch older_than={} limit={limit} token={token}",
+                clock(*older_than_ms)
+            )
+        }
+    }
+}
+
+fn applied_text(applied: &Applied) -> String {
+    match applied {
+        Applied::Granted {
+            lease,
+            replaced: None,
+        } => {
+            format!(
+                "granted token={} expires={}",
+                lease.token,
+                clock(lease.expires_at_ms)
+            )
+        }
+        Applied::Granted {
+            lease,
+            replaced: Some(old),
+        } => format!(
+            "granted token={} expires={} (took over expired token {old})",
+            lease.token,
+            clock(lease.expires_at_ms)
+        ),
+        Applied::Busy { holder_token } => format!("busy (token {holder_token} is held)"),
+        Applied::Renewed { lease } => {
+            format!(
+                "renewed -> token={} expires={}",
+                lease.token,
+                clock(lease.expires_at_ms)
+            )
+        }
+        Applied::RenewRefused => "renew refused (not the live holder)".into(),
+        Applied::Released => "released".into(),
+        Applied::FreedNothing => "freed nothing (the lease had expired or moved on)".into(),
+        Applied::Deleted {
+            rows,
+            token_current,
+            current_token,
+            newest_created_ms,
+        } => {
+            let mut text = format!("deleted {rows} rows");
+            if let Some(newest) = newest_created_ms {
+                let _ = write!(text, " (newest created {})", clock(*newest));
+            }
+            if !token_current {
+                let current = current_token.map_or("none".into(), |t| t.to_string());
+                let _ = write!(text, " WITH A STALE TOKEN (current: {current})");
+            }
+            text
+        }
+        Applied::DeleteRefused { current_token } => {
+            let current = current_token.map_or("none".into(), |t| t.to_string());
+            format!("refused: stale token (current: {current})")
+        }
+    }
+}
+
+fn answer_text(answer: &Answer) -> String {
+    match answer {
+        Answer::Lease(Some(lease)) => format!("lease token={}", lease.token),
+        Answer::Lease(None) => "none".into(),
+        Answer::Released => "ok".into(),
+        Answer::Rows(rows) => format!("{rows} rows"),
+        Answer::Failed(failure) => format!("error: {}", failure_name(*failure)),
+    }
+}
+
+fn op_name(op: OpKind) -> &'static str {
+    op.name()
+}
+
+/// The text of one event (without time and replica).
+pub fn event_text(kind: &EventKind) -> String {
+    match kind {
+        EventKind::Phase(Phase::Safety) => "== phase: safety (faults on)".into(),
+        EventKind::Phase(Phase::Liveness) => "== phase: liveness (faults healed)".into(),
+        EventKind::Phase(Phase::Shutdown) => "== phase: shutdown (stopping every replica)".into(),
+        EventKind::Phase(Phase::End) => "== phase: end".into(),
+        EventKind::TermStarted { term } => format!("run() term {term} begins"),
+        EventKind::TermEnded { term, end, rows } => {
+            format!("run() term {term} ends: {}, {rows} rows", end_name(*end))
+        }
+        EventKind::Call { call, request } => format!("-> {} #{call}", request_text(request)),
+        EventKind::Rejected { call, op } => {
+            format!("   {} #{call} rejected before apply (fault)", op_name(*op))
+        }
+        EventKind::Applied { call, applied } => {
+            format!("   applied #{call}: {}", applied_text(applied))
+        }
+        EventKind::ReplyLost { call } => format!("   reply to #{call} lost after apply (fault)"),
+        EventKind::Answered { call, op, answer } => {
+            format!("<- {} #{call}: {}", op_name(*op), answer_text(answer))
+        }
+        EventKind::ClockRead { now_ms } => format!("clock reads {}", clock(*now_ms)),
+        EventKind::TimerSet { duration_ms } => format!("sleep {duration_ms}ms"),
+        EventKind::Paused { until_ms } => format!("** process paused until t={until_ms}ms"),
+        EventKind::Resumed => "** process resumed".into(),
+        EventKind::ClockJumped { by_ms } => format!("** clock jumps {by_ms:+}ms"),
+        EventKind::Revoked { token } => format!("** authority revokes token {token}"),
+        EventKind::StopCalled => "stop() called".into(),
+        EventKind::StopResolved => "stop() returned".into(),
+        EventKind::Restarted => "restarted with a fresh worker".into(),
+        EventKind::Backlog {
+            eligible_before_ms,
+            remaining,
+        } => format!(
+            "backlog check: {remaining} rows created before {} remain",
+            clock(*eligible_before_ms)
+        ),
+    }
+}
+
+/// Tracks who holds the lease so handovers can be annotated.
+#[derive(Default)]
+struct Handover {
+    holder: Option<(ReplicaId, u64)>,
+}
+
+impl Handover {
+    fn note(&mut self, event: &Event) -> Option<String> {
+        let (replica, lease) = match (&event.replica, &event.kind) {
+            (
+                Some(r),
+                EventKind::Applied {
+                    applied: Applied::Granted { lease, .. },
+                    ..
+                },
+            ) => (*r, lease),
+            (
+                Some(r),
+                EventKind::Applied {
+                    applied: Applied::Renewed { lease },
+                    ..
+                },
+            ) => (*r, lease),
+            _ => return None,
+        };
+        let previous = self.holder.replace((replica, lease.token));
+        match previous {
+            Some((from, token)) if from != replica => Some(format!(
+                "** lease handover: {from} (token {token}) -> {replica} (token {})",
+                lease.token
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// One rendered line for an event.
+pub fn line(event: &Stamped<Event>) -> String {
+    let replica = event
+        .event
+        .replica
+        .map_or_else(|| "--".to_string(), |r| r.to_string());
+    format!(
+        "t={:>8}ms  {replica:<3}  {}",
+        event.at_ms,
+        event_text(&event.event.kind)
+    )
+}
+
+/// The header block.
+pub fn header(head: &TraceHeader, report: &RunReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "scenario: {} ({})", head.scenario, head.source);
+    let _ = writeln!(out, "feed:     {}", head.feed);
+    let _ = writeln!(out, "worker:   {}", head.worker);
+    let _ = writeln!(out, "strategy: {}", head.strategy);
+    for (index, line) in report.profile.describe().iter().enumerate() {
+        let label = if index == 0 { "profile: " } else { "         " };
+        let _ = writeln!(out, "{label} {line}");
+    }
+    let _ = writeln!(out, "verdict:  {}", verdict_line(&report.outcome));
+    for expected in &report.expected {
+        let _ = writeln!(
+            out,
+            "expected: {} (declared by the scenario): {}",
+            expected.invariant.name(),
+            expected.sentence
+        );
+    }
+    out
+}
+
+/// `pass`, or `VIOLATION name: sentence`, `DEADLOCK: ...`, etc.
+pub fn verdict_line(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Pass => "pass: every invariant held".into(),
+        Outcome::Violation(v) => format!("VIOLATION {}: {}", v.invariant.name(), v.sentence),
+        Outcome::Deadlock { .. } => format!("DEADLOCK: {}", outcome.sentence()),
+        Outcome::Panic { .. } => format!("PANIC: {}", outcome.sentence()),
+        Outcome::Liveness { .. } => format!("LIVENESS: {}", outcome.sentence()),
+    }
+}
+
+/// The full text trace: header, then one line per event, the violation marked in place.
+pub fn render(head: &TraceHeader, report: &RunReport) -> String {
+    let mut out = header(head, report);
+    out.push('\n');
+    let marks: Vec<(u64, String)> = report
+        .outcome
+        .violation()
+        .into_iter()
+        .chain(report.expected.iter())
+        .map(|v| {
+            (
+                v.event.seq,
+                format!("!! {} violated: {}", v.invariant.name(), v.sentence),
+            )
+        })
+        .collect();
+    let mut handover = Handover::default();
+    for event in &report.events {
+        let _ = writeln!(out, "{}", line(event));
+        if let Some(note) = handover.note(&event.event) {
+            let _ = writeln!(out, "{:>13}  {:<3}  {note}", "", "");
+        }
+        for (_, mark) in marks.iter().filter(|(seq, _)| *seq == event.seq) {
+            let _ = writeln!(out, "{:>13}  {:<3}  {mark}", "", "");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{} events; verdict: {}",
+        report.events.len(),
+        verdict_line(&report.outcome)
+    );
+    out
+}
+
+/// The events as JSON lines (one object per event), for tools.
+pub fn render_json(report: &RunReport) -> String {
+    let mut out = String::new();
+    for event in &report.events {
+        let value = serde_json::json!({
+            "seq": event.seq,
+            "at_ms": event.at_ms,
+            "replica": event.event.replica.map(|r| r.to_string()),
+            "event": event.event.kind,
+            "text": event_text(&event.event.kind),
+        });
+        let _ = writeln!(out, "{value}");
+    }
+    out
+}
