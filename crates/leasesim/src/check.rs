@@ -175,6 +175,7 @@ impl Check {
                 strategy: self.strategy,
                 keep_events: single.is_some(),
                 record_choices: false,
+                event_limit: None,
             };
             let report = run(&spec);
             if single.is_some() {

@@ -55,6 +55,7 @@ pub fn detect_range(
                 strategy,
                 keep_events: false,
                 record_choices: false,
+                event_limit: None,
             };
             let outcome = run(&spec).outcome;
             match outcome.invariant() {

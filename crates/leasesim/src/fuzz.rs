@@ -145,6 +145,7 @@ fn job(
         strategy: campaign.strategy,
         keep_events: false,
         record_choices: false,
+        event_limit: None,
     };
     loop {
         if deadline.is_some_and(|d| Instant::now() >= d) {

@@ -25,6 +25,7 @@ pub mod faildb;
 pub mod fuzz;
 pub mod runner;
 pub mod shrink;
+pub mod timeline;
 pub mod trace;
 
 mod check;

@@ -115,6 +115,9 @@ pub struct RunSpec {
     pub keep_events: bool,
     /// Record every choice (replay files, shrinking).
     pub record_choices: bool,
+    /// Stop the run once this many events were emitted (shrinking: a candidate that is
+    /// already longer than the best counterexample cannot win). `None`: no limit.
+    pub event_limit: Option<u64>,
 }
 
 /// Counters of one run.
@@ -131,6 +134,8 @@ pub struct RunStats {
 #[derive(Debug)]
 pub struct RunReport {
     pub outcome: Outcome,
+    /// The run was cut off at its event limit before any verdict; `outcome` is `Pass` then.
+    pub truncated: bool,
     /// First violation of each expected invariant, in the order they happened.
     pub expected: Vec<Violation>,
     pub coverage: Coverage,
@@ -171,10 +176,13 @@ struct Observers {
     checked: CheckerSet,
     expected: Vec<CheckerSet>,
     coverage: Coverage,
+    events: u64,
+    event_limit: u64,
+    truncated: bool,
 }
 
 impl Observers {
-    fn new(scenario: &Scenario) -> Observers {
+    fn new(scenario: &Scenario, event_limit: Option<u64>) -> Observers {
         let config = check_config(scenario);
         let expected_list = expected_invariants(scenario);
         let checked_list: Vec<Invariant> = Invariant::ALL
@@ -188,10 +196,18 @@ impl Observers {
                 .map(|&i| CheckerSet::only(&config, &[i]))
                 .collect(),
             coverage: Coverage::new(),
+            events: 0,
+            event_limit: event_limit.unwrap_or(u64::MAX),
+            truncated: false,
         }
     }
 
     fn on_event(&mut self, event: &Stamped<Event>) -> Flow {
+        self.events += 1;
+        if self.events > self.event_limit {
+            self.truncated = true;
+            return Flow::Halt;
+        }
         self.coverage.on_event(event);
         for set in &mut self.expected {
             if set.violation().is_none() {
@@ -204,7 +220,10 @@ impl Observers {
 
 /// Runs one simulation and checks it.
 pub fn run(spec: &RunSpec) -> RunReport {
-    let observers = Rc::new(RefCell::new(Observers::new(&spec.scenario)));
+    let observers = Rc::new(RefCell::new(Observers::new(
+        &spec.scenario,
+        spec.event_limit,
+    )));
     let sink = observers.clone();
     let config = SimConfig {
         feed: spec.feed.clone(),
@@ -225,7 +244,11 @@ pub fn run(spec: &RunSpec) -> RunReport {
         .ok()
         .expect("the event log dropped its observer with the simulation")
         .into_inner();
-    let outcome = judge(world_run.outcome, &mut observers, world_run.end_ms);
+    let truncated = observers.truncated && observers.checked.violation().is_none();
+    let outcome = match truncated {
+        true => Outcome::Pass,
+        false => judge(world_run.outcome, &mut observers, world_run.end_ms),
+    };
     let expected = observers
         .expected
         .iter_mut()
@@ -233,6 +256,7 @@ pub fn run(spec: &RunSpec) -> RunReport {
         .collect();
     RunReport {
         outcome,
+        truncated,
         expected,
         coverage: observers.coverage,
         stats: RunStats {

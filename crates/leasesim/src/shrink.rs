@@ -57,10 +57,12 @@ impl Search<'_> {
             feed: Feed::Replay(values),
             keep_events: false,
             record_choices: true,
+            // A candidate longer than the best cannot win: cut it off there.
+            event_limit: Some(self.best.events),
             ..self.spec.clone()
         };
         let report = run(&spec);
-        if report.outcome.label() != self.target {
+        if report.truncated || report.outcome.label() != self.target {
             return false;
         }
         // The choices the run actually consumed (a run that fails earlier reads fewer).
@@ -144,6 +146,7 @@ pub fn shrink(spec: &RunSpec, budget: u64) -> Option<Shrunk> {
     let original = run(&RunSpec {
         keep_events: false,
         record_choices: true,
+        event_limit: None,
         ..spec.clone()
     });
     if !original.failed() {
@@ -174,6 +177,7 @@ pub fn shrink(spec: &RunSpec, budget: u64) -> Option<Shrunk> {
         feed: Feed::Replay(search.best.values.clone()),
         keep_events: true,
         record_choices: true,
+        event_limit: None,
         ..spec.clone()
     };
     let report = run(&final_spec);

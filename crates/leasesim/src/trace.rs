@@ -324,3 +324,62 @@ pub fn render_json(report: &RunReport) -> String {
     }
     out
 }
+
+/// A bounded trace for snapshots: the header, the first `max_lines` event lines, then a
+/// summary of the whole run (events per kind, the trace hash) and the verdict. Any change
+/// anywhere in the run changes the hash, so a snapshot still catches it; the full trace is
+/// one `replay` away.
+pub fn render_digest(head: &TraceHeader, report: &RunReport, max_lines: usize) -> String {
+    let full = render(head, report);
+    let header_end = full.find("\n\n").map_or(0, |i| i + 2);
+    let (header, body) = full.split_at(header_end);
+    let mut out = String::from(header);
+    let lines: Vec<&str> = body.lines().collect();
+    let shown = lines.len().min(max_lines);
+    for line in &lines[..shown] {
+        let _ = writeln!(out, "{line}");
+    }
+    if shown < lines.len() {
+        let _ = writeln!(
+            out,
+            "... {} more lines (full trace: leasesim replay)",
+            lines.len() - shown
+        );
+    }
+    let mut kinds: std::collections::BTreeMap<&'static str, u64> =
+        std::collections::BTreeMap::new();
+    for event in &report.events {
+        *kinds.entry(kind_name(&event.event.kind)).or_insert(0) += 1;
+    }
+    let counts: Vec<String> = kinds.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    let _ = writeln!(
+        out,
+        "\nsummary: {} events, {} steps, ended at t={}ms, trace hash {:016x}",
+        report.stats.events, report.stats.steps, report.stats.end_ms, report.stats.trace_hash
+    );
+    let _ = writeln!(out, "events by kind: {}", counts.join(" "));
+    out
+}
+
+fn kind_name(kind: &EventKind) -> &'static str {
+    match kind {
+        EventKind::Phase(_) => "phase",
+        EventKind::TermStarted { .. } => "term-started",
+        EventKind::TermEnded { .. } => "term-ended",
+        EventKind::Call { .. } => "call",
+        EventKind::Rejected { .. } => "rejected",
+        EventKind::Applied { .. } => "applied",
+        EventKind::ReplyLost { .. } => "reply-lost",
+        EventKind::Answered { .. } => "answered",
+        EventKind::ClockRead { .. } => "clock-read",
+        EventKind::TimerSet { .. } => "timer-set",
+        EventKind::Paused { .. } => "paused",
+        EventKind::Resumed => "resumed",
+        EventKind::ClockJumped { .. } => "clock-jumped",
+        EventKind::Revoked { .. } => "revoked",
+        EventKind::StopCalled => "stop-called",
+        EventKind::StopResolved => "stop-resolved",
+        EventKind::Restarted => "restarted",
+        EventKind::Backlog { .. } => "backlog",
+    }
+}

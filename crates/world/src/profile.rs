@@ -57,6 +57,13 @@ pub struct FaultProfile {
     pub stop: StopPlan,
 }
 
+/// A probability with at most four decimals and no trailing zeros (`0.075`, not
+/// `0.07500000000000001`).
+fn probability_text(p: f64) -> String {
+    let text = format!("{p:.4}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 const STOP_MODES: [StopAt; 5] = [
     StopAt::Time,
     StopAt::Acquire,
@@ -162,7 +169,7 @@ impl FaultProfile {
             let on: Vec<String> = OpKind::ALL
                 .iter()
                 .filter(|&&op| values.get(op) > 0.0)
-                .map(|&op| format!("{} {}", op.name(), values.get(op)))
+                .map(|&op| format!("{} {}", op.name(), probability_text(values.get(op))))
                 .collect();
             if !on.is_empty() {
                 lines.push(format!("{label}: {}", on.join(", ")));
@@ -202,7 +209,9 @@ impl FaultProfile {
             if tick.probability > 0.0 {
                 let mut line = format!(
                     "{label}: p={} every {}..{}ms",
-                    tick.probability, tick.every_ms.min, tick.every_ms.max
+                    probability_text(tick.probability),
+                    tick.every_ms.min,
+                    tick.every_ms.max
                 );
                 let _ = write!(line, "{extra}");
                 lines.push(line);

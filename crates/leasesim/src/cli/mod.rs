@@ -138,6 +138,9 @@ struct ReplayArgs {
     /// Output format of the trace.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// Also write a self-contained HTML timeline of the run here.
+    #[arg(long)]
+    html: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -341,6 +344,7 @@ fn replay_regressions(
             strategy,
             keep_events: false,
             record_choices: false,
+            event_limit: None,
         };
         let report = run(&spec);
         out.push(Regression {
@@ -499,8 +503,16 @@ fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
         strategy: args.target.strategy,
         keep_events: true,
         record_choices: false,
+        event_limit: None,
     };
     let report = run(&spec);
+    if let Some(path) = &args.html {
+        let html = leasesim::timeline::render(&head, &report, spec.scenario.replicas);
+        std::fs::write(path, html).map_err(|err| UsageError::File {
+            path: path.display().to_string(),
+            why: format!("cannot write the timeline: {err}"),
+        })?;
+    }
     let mut stdout = std::io::stdout().lock();
     let text = match args.format {
         Format::Text => trace::render(&head, &report),
@@ -522,6 +534,7 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
         strategy: args.target.strategy,
         keep_events: false,
         record_choices: true,
+        event_limit: None,
     };
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!(

@@ -1,0 +1,1248 @@
+//! The `leasesim` command line, run as a user runs it: the built binary, in a fresh temporary
+//! directory (so no failure database or shrunk choices file ever lands in the repository),
+//! with `--jobs` given explicitly and small seed counts so the whole file stays fast.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// What one invocation of the binary did.
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Output {
+    /// Everything, for assertion messages.
+    fn dump(&self) -> String {
+        format!(
+            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `leasesim ARGS` with `dir` as the working directory.
+fn leasesim(dir: &Path, args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the leasesim binary runs");
+    Output {
+        code: output.status.code().expect("leasesim exited, not killed"),
+        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// Runs a printed `leasesim ...` command line (the first word replaced by the binary).
+fn run_line(dir: &Path, line: &str) -> Output {
+    let mut words = line.split_whitespace();
+    assert_eq!(
+        words.next(),
+        Some("leasesim"),
+        "not a leasesim command: {line}"
+    );
+    let args: Vec<&str> = words.collect();
+    leasesim(dir, &args)
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary directory")
+}
+
+/// A `FAIL <scenario> seed <S>: <label>: <sentence>` line and the replay line after it.
+#[derive(Debug)]
+struct Failure {
+    scenario: String,
+    seed: u64,
+    label: String,
+    sentence: String,
+    replay: String,
+}
+
+/// Every `FAIL` line of a fuzz run's stdout, each with the line that follows it.
+fn failures(stdout: &str) -> Vec<Failure> {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let mut found = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        let Some(rest) = line.strip_prefix("FAIL ") else {
+            continue;
+        };
+        let (scenario, rest) = rest.split_once(" seed ").expect("FAIL <scenario> seed <S>");
+        let (seed, rest) = rest.split_once(": ").expect("seed <S>: <label>");
+        let (label, sentence) = rest.split_once(": ").expect("<label>: <sentence>");
+        found.push(Failure {
+            scenario: scenario.to_string(),
+            seed: seed.parse().expect("a decimal seed"),
+            label: label.to_string(),
+            sentence: sentence.to_string(),
+            replay: lines
+                .get(index + 1)
+                .copied()
+                .unwrap_or_default()
+                .to_string(),
+        });
+    }
+    found
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|err| panic!("stdout is not one JSON document ({err}):\n{}", out.dump()))
+}
+
+/// The seeds of the unexpected findings of a `fuzz --json` document.
+fn finding_seeds(document: &Value) -> Vec<u64> {
+    document["findings"]
+        .as_array()
+        .expect("findings is an array")
+        .iter()
+        .filter(|f| f["expected"] == Value::Bool(false))
+        .map(|f| f["seed"].as_u64().expect("a numeric seed"))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. exit codes
+
+#[test]
+fn exit_codes_are_0_when_clean_1_on_a_failure_2_on_bad_usage() {
+    let dir = tempdir();
+    let clean = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--scenario",
+            "steady",
+            "--seeds",
+            "3",
+            "--no-failure-db",
+            "--jobs",
+            "1",
+        ],
+    );
+    assert_eq!(clean.code, 0, "{}", clean.dump());
+    assert!(failures(&clean.stdout).is_empty(), "{}", clean.dump());
+
+    let failing = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--worker",
+            "uncapped",
+            "--scenario",
+            "backlog-cap",
+            "--seeds",
+            "3",
+            "--no-failure-db",
+            "--jobs",
+            "1",
+        ],
+    );
+    assert_eq!(failing.code, 1, "{}", failing.dump());
+    assert!(!failures(&failing.stdout).is_empty(), "{}", failing.dump());
+
+    let list = leasesim(dir.path(), &["list"]);
+    assert_eq!(list.code, 0, "{}", list.dump());
+    for heading in ["scenarios:", "workers:", "invariants:"] {
+        assert!(list.stdout.contains(heading), "{}", list.dump());
+    }
+
+    let unknown_flag = leasesim(dir.path(), &["fuzz", "--no-such-flag"]);
+    assert_eq!(unknown_flag.code, 2, "{}", unknown_flag.dump());
+    assert!(
+        unknown_flag.stderr.contains("--no-such-flag"),
+        "{}",
+        unknown_flag.dump()
+    );
+    let no_command = leasesim(dir.path(), &[]);
+    assert_eq!(no_command.code, 2, "{}", no_command.dump());
+
+    assert!(
+        !dir.path().join(".leasesim").exists(),
+        "--no-failure-db wrote a failure database"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. replay lines
+
+/// Replays a failure's printed line and checks it shows the same violation, byte-identically
+/// on a second run.
+fn assert_replay_reproduces(dir: &Path, failure: &Failure) {
+    let first = run_line(dir, &failure.replay);
+    assert_eq!(first.code, 1, "{}\n{}", failure.replay, first.dump());
+    let verdict = format!("VIOLATION {}: {}", failure.label, failure.sentence);
+    assert!(
+        first.stdout.contains(&format!("verdict:  {verdict}")),
+        "the replay's header does not carry the fuzz verdict `{verdict}`:\n{}",
+        first.dump()
+    );
+    let mark = format!("!! {} violated: {}", failure.label, failure.sentence);
+    assert!(
+        first.stdout.contains(&mark),
+        "the trace does not mark the violation in place (`{mark}`):\n{}",
+        first.dump()
+    );
+    let second = run_line(dir, &failure.replay);
+    assert_eq!(second.code, 1);
+    assert!(
+        first.stdout == second.stdout,
+        "replaying `{}` twice gave different output",
+        failure.replay
+    );
+}
+
+#[test]
+fn the_replay_line_printed_by_fuzz_reproduces_the_same_violation_byte_for_byte() {
+    let dir = tempdir();
+    let out = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--worker",
+            "stale-release",
+            "--scenario",
+            "slow-deletes",
+            "--seeds",
+            "3",
+            "--no-failure-db",
+            "--jobs",
+            "2",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.dump());
+    let found = failures(&out.stdout);
+    assert!(!found.is_empty(), "{}", out.dump());
+    for failure in &found {
+        assert_eq!(failure.scenario, "slow-deletes");
+        assert_eq!(failure.label, "release-latest");
+        assert_eq!(
+            failure.replay,
+            format!(
+                "leasesim replay --scenario slow-deletes --seed {} --worker stale-release",
+                failure.seed
+            ),
+            "the replay line is not in its documented form"
+        );
+        assert_replay_reproduces(dir.path(), failure);
+    }
+}
+
+#[test]
+fn a_non_random_strategy_is_appended_to_the_replay_line_and_replays() {
+    let dir = tempdir();
+    let out = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--worker",
+            "uncapped",
+            "--scenario",
+            "backlog-cap",
+            "--seeds",
+            "2",
+            "--strategy",
+            "pct:2",
+            "--no-failure-db",
+            "--jobs",
+            "1",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.dump());
+    let found = failures(&out.stdout);
+    assert_eq!(found.len(), 2, "{}", out.dump());
+    for failure in &found {
+        assert_eq!(
+            failure.replay,
+            format!(
+                "leasesim replay --scenario backlog-cap --seed {} --worker uncapped \
+                 --strategy pct:2",
+                failure.seed
+            )
+        );
+        assert_replay_reproduces(dir.path(), failure);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. parallel jobs
+
+/// A `fuzz --json` document without its wall-clock fields.
+fn without_wall_clock(mut document: Value) -> Value {
+    for scenario in document["scenarios"].as_array_mut().expect("scenarios") {
+        let object = scenario.as_object_mut().expect("a scenario object");
+        assert!(
+            object.remove("seeds_per_s").is_some(),
+            "no seeds_per_s field"
+        );
+    }
+    document
+}
+
+#[test]
+fn jobs_2_reports_exactly_what_jobs_1_reports() {
+    let dir = tempdir();
+    // 70 seeds: more than two blocks of 32, so both jobs take part; this worker fails on
+    // some seeds of this scenario and passes on others.
+    let fuzz = |jobs: &str| {
+        let out = leasesim(
+            dir.path(),
+            &[
+                "fuzz",
+                "--worker",
+                "delete-after-loss",
+                "--scenario",
+                "renewal-rejection",
+                "--seeds",
+                "70",
+                "--start-seed",
+                "500",
+                "--no-failure-db",
+                "--json",
+                "--jobs",
+                jobs,
+            ],
+        );
+        assert_eq!(out.code, 1, "{}", out.dump());
+        without_wall_clock(json(&out))
+    };
+    let one = fuzz("1");
+    let two = fuzz("2");
+    let failing = finding_seeds(&one).len();
+    assert!(
+        failing > 0 && failing < 70,
+        "want a mix of passing and failing seeds to compare, got {failing} failing of 70"
+    );
+    assert_eq!(one, two, "--jobs 2 reported something else than --jobs 1");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. shards
+
+#[test]
+fn shards_cover_the_seed_range_exactly_once() {
+    let dir = tempdir();
+    for start in [0u64, 1_000] {
+        let start_text = start.to_string();
+        let run = |shard: &str| {
+            let out = leasesim(
+                dir.path(),
+                &[
+                    "fuzz",
+                    "--worker",
+                    "early-cutoff",
+                    "--scenario",
+                    "steady",
+                    "--seeds",
+                    "10",
+                    "--start-seed",
+                    &start_text,
+                    "--shard",
+                    shard,
+                    "--no-failure-db",
+                    "--json",
+                    "--jobs",
+                    "1",
+                ],
+            );
+            assert_eq!(out.code, 1, "{}", out.dump());
+            let document = json(&out);
+            let seeds = finding_seeds(&document);
+            let ran = document["scenarios"][0]["seeds"].as_u64().expect("seeds");
+            (seeds, ran)
+        };
+        // The premise: early-cutoff fails on every seed, so findings show which seeds ran.
+        let (all, ran) = run("1/1");
+        let range: Vec<u64> = (start..start + 10).collect();
+        assert_eq!(all, range, "early-cutoff no longer fails on every seed");
+        assert_eq!(ran, 10);
+
+        let shards: Vec<(Vec<u64>, u64)> = ["1/3", "2/3", "3/3"].into_iter().map(run).collect();
+        for (index, (seeds, ran)) in shards.iter().enumerate() {
+            assert_eq!(
+                *ran,
+                seeds.len() as u64,
+                "shard {} ran other seeds",
+                index + 1
+            );
+            assert!(!seeds.is_empty(), "shard {} of 3 ran no seed", index + 1);
+            for (other_index, (other, _)) in shards.iter().enumerate() {
+                if other_index != index {
+                    assert!(
+                        seeds.iter().all(|s| !other.contains(s)),
+                        "shards {} and {} overlap: {seeds:?} / {other:?}",
+                        index + 1,
+                        other_index + 1
+                    );
+                }
+            }
+        }
+        let mut union: Vec<u64> = shards.iter().flat_map(|(s, _)| s.clone()).collect();
+        union.sort_unstable();
+        assert_eq!(
+            union,
+            range,
+            "the shards do not cover {start}..{} exactly once",
+            start + 10
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. shrink
+
+/// `shrunk: N events -> M events in ...`: (N, M).
+fn shrunk_counts(stdout: &str) -> (u64, u64) {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("shrunk: "))
+        .unwrap_or_else(|| panic!("no `shrunk:` line in\n{stdout}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert!(
+        words.len() > 5 && words[2] == "events" && words[3] == "->" && words[5] == "events",
+        "not `shrunk: N events -> M events ...`: {line}"
+    );
+    (words[1].parse().expect("N"), words[4].parse().expect("M"))
+}
+
+/// The `verdict: ...` line at the end of a trace.
+fn final_verdict(trace: &str) -> &str {
+    trace
+        .lines()
+        .rev()
+        .find_map(|l| l.split_once(" events; verdict: ").map(|(_, v)| v))
+        .unwrap_or_else(|| panic!("no final verdict in\n{trace}"))
+}
+
+/// Shrinks a failing seed (default budget), replays the saved choices, returns (N, M).
+fn shrink_and_replay(worker: &str, scenario: &str, seed: &str) -> (u64, u64) {
+    let dir = tempdir();
+    let out = leasesim(
+        dir.path(),
+        &[
+            "shrink",
+            "--worker",
+            worker,
+            "--scenario",
+            scenario,
+            "--seed",
+            seed,
+            "--out",
+            "min.choices",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.dump());
+    let (original, shrunk) = shrunk_counts(&out.stdout);
+    println!("shrink {worker} on {scenario} seed {seed}: {original} events -> {shrunk} events");
+    assert!(
+        shrunk <= original,
+        "shrinking grew the trace: {original} -> {shrunk}"
+    );
+    let verdict = final_verdict(&out.stdout).to_string();
+    assert!(verdict.starts_with("VIOLATION "), "{}", out.dump());
+
+    let saved = std::fs::read_to_string(dir.path().join("min.choices")).expect("--out was saved");
+    assert!(saved.contains(&format!("# worker: {worker}")), "{saved}");
+
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("leasesim replay "))
+        .unwrap_or_else(|| panic!("no replay line:\n{}", out.dump()));
+    assert_eq!(
+        line,
+        format!("leasesim replay --scenario {scenario} --worker {worker} --choices min.choices")
+    );
+    let replayed = run_line(dir.path(), line);
+    assert_eq!(replayed.code, 1, "{}", replayed.dump());
+    assert_eq!(
+        final_verdict(&replayed.stdout),
+        verdict,
+        "the saved choices replay to another verdict"
+    );
+    assert!(
+        replayed
+            .stdout
+            .contains(&format!("\n{shrunk} events; verdict: ")),
+        "the saved choices do not replay the {shrunk}-event run:\n{}",
+        replayed.stdout
+    );
+    (original, shrunk)
+}
+
+#[test]
+fn shrink_stale_release_shortens_the_trace_and_its_choices_replay() {
+    let (original, shrunk) = shrink_and_replay("stale-release", "slow-deletes", "0");
+    assert!(
+        shrunk < original,
+        "nothing was shrunk: {original} -> {shrunk}"
+    );
+    assert!(
+        shrunk <= 25,
+        "shrunk to {shrunk} events; the target is at most 25"
+    );
+}
+
+#[test]
+fn shrink_uncapped_stays_minimal_and_its_choices_replay() {
+    // A run stops at its first violation, and uncapped breaks `term-cap` in its first term
+    // (acquire, five full batches, a sixth applied): the seed's trace is already minimal, so
+    // M == N is the right answer here; M must not grow.
+    let (_, shrunk) = shrink_and_replay("uncapped", "backlog-cap", "0");
+    assert!(
+        shrunk <= 25,
+        "shrunk to {shrunk} events; the target is at most 25"
+    );
+}
+
+#[test]
+fn shrink_of_a_passing_seed_says_so_and_exits_0() {
+    let dir = tempdir();
+    let out = leasesim(
+        dir.path(),
+        &[
+            "shrink",
+            "--scenario",
+            "backlog-cap",
+            "--seed",
+            "0",
+            "--budget",
+            "10",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.dump());
+    assert!(out.stdout.contains("nothing to shrink"), "{}", out.dump());
+    assert!(
+        !dir.path().join(".leasesim").exists(),
+        "a passing shrink saved something"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. failure database
+
+#[test]
+fn the_failure_database_records_failures_and_the_next_fuzz_replays_them_first() {
+    let dir = tempdir();
+    let first = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--worker",
+            "stale-release",
+            "--scenario",
+            "slow-deletes",
+            "--seeds",
+            "1",
+            "--jobs",
+            "1",
+        ],
+    );
+    assert_eq!(first.code, 1, "{}", first.dump());
+    let found = failures(&first.stdout);
+    assert_eq!(found.len(), 1, "{}", first.dump());
+    let database = dir.path().join(".leasesim/failures.toml");
+    let text = std::fs::read_to_string(&database).expect("the default failure database exists");
+    let parsed: toml::Value = toml::from_str(&text).expect("the database is TOML");
+    let entries = parsed["failure"].as_array().expect("[[failure]] entries");
+    assert_eq!(entries.len(), 1, "{text}");
+    assert_eq!(entries[0]["seed"].as_integer(), Some(0));
+    assert_eq!(entries[0]["worker"].as_str(), Some("stale-release"));
+    assert_eq!(entries[0]["scenario"].as_str(), Some("slow-deletes"));
+    assert_eq!(entries[0]["outcome"].as_str(), Some("release-latest"));
+
+    // A seed range without seed 0: the database's entry is replayed before the new seeds.
+    let second = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--worker",
+            "stale-release",
+            "--scenario",
+            "slow-deletes",
+            "--seeds",
+            "1",
+            "--start-seed",
+            "1000",
+            "--jobs",
+            "1",
+        ],
+    );
+    assert_eq!(second.code, 1, "{}", second.dump());
+    let regression = format!(
+        "regression slow-deletes seed 0 (release-latest): still fails: {}",
+        found[0].sentence
+    );
+    let at_regression = second
+        .stdout
+        .find(&regression)
+        .unwrap_or_else(|| panic!("no `{regression}` line:\n{}", second.dump()));
+    let after = &second.stdout[at_regression..];
+    assert!(
+        after.lines().nth(1)
+            == Some("leasesim replay --scenario slow-deletes --seed 0 --worker stale-release"),
+        "the regression line is not followed by its replay line:\n{}",
+        second.dump()
+    );
+    let at_finding = second
+        .stdout
+        .find("FAIL slow-deletes seed 1000: ")
+        .unwrap_or_else(|| panic!("the campaign's own finding is missing:\n{}", second.dump()));
+    assert!(
+        at_regression < at_finding,
+        "the regression is not printed before the campaign's findings:\n{}",
+        second.dump()
+    );
+    let text = std::fs::read_to_string(&database).expect("the database is still there");
+    assert!(
+        text.contains("seed = 1000"),
+        "the new finding was not recorded:\n{text}"
+    );
+    assert!(
+        text.contains("seed = 0"),
+        "the old entry was dropped:\n{text}"
+    );
+
+    // Another worker's campaign replays none of these; --no-failure-db replays nothing.
+    let other = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--scenario",
+            "slow-deletes",
+            "--seeds",
+            "0",
+            "--jobs",
+            "1",
+        ],
+    );
+    assert_eq!(other.code, 0, "{}", other.dump());
+    assert!(!other.stdout.contains("regression "), "{}", other.dump());
+    let without = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--worker",
+            "stale-release",
+            "--scenario",
+            "slow-deletes",
+            "--seeds",
+            "0",
+            "--jobs",
+            "1",
+            "--no-failure-db",
+        ],
+    );
+    assert_eq!(without.code, 0, "{}", without.dump());
+    assert!(
+        !without.stdout.contains("regression "),
+        "{}",
+        without.dump()
+    );
+}
+
+#[test]
+fn a_regression_that_now_passes_is_reported_and_does_not_fail_the_campaign() {
+    let dir = tempdir();
+    let database = dir.path().join("db.toml");
+    std::fs::write(
+        &database,
+        "[[failure]]\nscenario = \"steady\"\nworker = \"correct\"\nstrategy = \"random\"\n\
+         seed = 4\noutcome = \"term-cap\"\nsentence = \"an old bug\"\n",
+    )
+    .unwrap();
+    let out = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--scenario",
+            "steady",
+            "--seeds",
+            "0",
+            "--failures",
+            "db.toml",
+            "--jobs",
+            "1",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.dump());
+    assert!(
+        out.stdout
+            .contains("regression steady seed 4 (term-cap): now passes"),
+        "{}",
+        out.dump()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. bad input
+
+/// Runs a command that must be refused: exit 2, nothing on stdout, and every `wanted` piece
+/// in the message on stderr.
+fn assert_refused(dir: &Path, args: &[&str], wanted: &[&str]) -> Output {
+    let out = leasesim(dir, args);
+    assert_eq!(out.code, 2, "leasesim {}\n{}", args.join(" "), out.dump());
+    assert!(
+        out.stdout.is_empty(),
+        "leasesim {} printed on stdout although it was refused\n{}",
+        args.join(" "),
+        out.dump()
+    );
+    for piece in wanted {
+        assert!(
+            out.stderr.contains(piece),
+            "leasesim {}: the message lacks `{piece}`\n{}",
+            args.join(" "),
+            out.dump()
+        );
+    }
+    out
+}
+
+#[test]
+fn unknown_scenario_and_worker_names_list_the_valid_ones() {
+    let dir = tempdir();
+    let fuzz = ["fuzz", "--seeds", "1", "--no-failure-db", "--jobs", "1"];
+    let args: Vec<&str> = fuzz
+        .iter()
+        .copied()
+        .chain(["--scenario", "stedy"])
+        .collect();
+    assert_refused(
+        dir.path(),
+        &args,
+        &[
+            "unknown scenario `stedy`",
+            "steady",
+            "backlog-cap",
+            "swarm",
+            "all",
+        ],
+    );
+    let args: Vec<&str> = fuzz
+        .iter()
+        .copied()
+        .chain(["--scenario", "steady", "--worker", "nope"])
+        .collect();
+    assert_refused(
+        dir.path(),
+        &args,
+        &[
+            "unknown worker `nope`",
+            "correct",
+            "stale-release",
+            "uncapped",
+        ],
+    );
+    assert_refused(
+        dir.path(),
+        &[
+            "replay",
+            "--scenario",
+            "steady",
+            "--worker",
+            "nope",
+            "--seed",
+            "1",
+        ],
+        &["unknown worker `nope`", "correct"],
+    );
+    assert_refused(
+        dir.path(),
+        &["replay", "--scenario", "all", "--seed", "1"],
+        &["`all`", "--scenario", "one scenario"],
+    );
+    assert_refused(
+        dir.path(),
+        &["shrink", "--scenario", "all", "--seed", "1"],
+        &["`all`", "--scenario", "one scenario"],
+    );
+}
+
+#[test]
+fn malformed_seeds_shards_strategies_and_durations_are_refused() {
+    let dir = tempdir();
+    let replay = |seed: &'static str| ["replay", "--scenario", "steady", "--seed", seed];
+    assert_refused(dir.path(), &replay("12x"), &["`12x` is not a seed"]);
+    assert_refused(dir.path(), &replay("0xZZ"), &["`0xZZ` is not a seed"]);
+    // `--seed -1` reads as an unknown flag to clap; `--seed=-1` reaches the seed parser.
+    assert_refused(dir.path(), &replay("-1"), &["'-1'"]);
+    assert_refused(
+        dir.path(),
+        &["replay", "--scenario", "steady", "--seed=-1"],
+        &["`-1` is not a seed"],
+    );
+    assert_refused(
+        dir.path(),
+        &[
+            "replay",
+            "--scenario",
+            "steady",
+            "--seed",
+            "18446744073709551616",
+        ],
+        &["is not a seed"],
+    );
+
+    let fuzz = |flag: &'static str, value: &'static str| {
+        [
+            "fuzz",
+            "--scenario",
+            "steady",
+            "--no-failure-db",
+            "--jobs",
+            "1",
+            flag,
+            value,
+        ]
+    };
+    assert_refused(
+        dir.path(),
+        &fuzz("--shard", "3/2"),
+        &["`3/2` is not a shard"],
+    );
+    assert_refused(
+        dir.path(),
+        &fuzz("--shard", "0/2"),
+        &["`0/2` is not a shard"],
+    );
+    assert_refused(
+        dir.path(),
+        &fuzz("--strategy", "pct:0"),
+        &["pct:0", "--strategy"],
+    );
+    assert_refused(
+        dir.path(),
+        &fuzz("--duration", "5x"),
+        &["`5x` is not a duration"],
+    );
+    assert_refused(dir.path(), &fuzz("--jobs", "0"), &["--jobs"]);
+    assert_refused(
+        dir.path(),
+        &fuzz("--start-seed", "0xZZ"),
+        &["`0xZZ` is not a seed"],
+    );
+}
+
+#[test]
+fn a_hex_seed_is_accepted_and_means_the_same_seed_as_decimal() {
+    let dir = tempdir();
+    let target = [
+        "replay",
+        "--scenario",
+        "backlog-cap",
+        "--worker",
+        "uncapped",
+        "--seed",
+    ];
+    let hex: Vec<&str> = target.iter().copied().chain(["0x1F"]).collect();
+    let decimal: Vec<&str> = target.iter().copied().chain(["31"]).collect();
+    let hex = leasesim(dir.path(), &hex);
+    assert_eq!(
+        hex.code,
+        1,
+        "0x1F was not accepted as a seed:\n{}",
+        hex.dump()
+    );
+    assert!(hex.stdout.contains("feed:     seed 31"), "{}", hex.dump());
+    let decimal = leasesim(dir.path(), &decimal);
+    assert!(
+        hex.stdout == decimal.stdout,
+        "seed 0x1F and seed 31 replay differently"
+    );
+}
+
+#[test]
+fn unreadable_and_malformed_choices_files_are_refused_with_their_location() {
+    let dir = tempdir();
+    assert_refused(
+        dir.path(),
+        &[
+            "replay",
+            "--scenario",
+            "steady",
+            "--choices",
+            "/nonexistent",
+        ],
+        &["/nonexistent", "cannot read choices file"],
+    );
+    std::fs::write(
+        dir.path().join("bad.choices"),
+        "# leasesim choices v1\nschedule 0/1\n  range 9/3\n",
+    )
+    .unwrap();
+    assert_refused(
+        dir.path(),
+        &["replay", "--scenario", "steady", "--choices", "bad.choices"],
+        &["bad.choices:3:3", "exceeds its bound"],
+    );
+    std::fs::write(dir.path().join("kind.choices"), "coin 0/1\ndice 1/2\n").unwrap();
+    assert_refused(
+        dir.path(),
+        &[
+            "replay",
+            "--scenario",
+            "steady",
+            "--choices",
+            "kind.choices",
+        ],
+        &["kind.choices:2:1", "unknown choice kind `dice`"],
+    );
+}
+
+#[test]
+fn a_malformed_scenario_file_is_refused_with_file_line_and_column() {
+    let dir = tempdir();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "wrong-type.toml",
+        "description = \"x\"\nreplicas = \"three\"\n",
+    );
+    write("unknown-key.toml", "description = \"x\"\nbogus = 1\n");
+    write("syntax.toml", "description = \"x\"\nreplicas = [\n");
+    assert_refused(
+        dir.path(),
+        &["replay", "--scenario", "wrong-type.toml", "--seed", "0"],
+        &["wrong-type.toml:2:12"],
+    );
+    assert_refused(
+        dir.path(),
+        &[
+            "fuzz",
+            "--scenario",
+            "unknown-key.toml",
+            "--seeds",
+            "1",
+            "--no-failure-db",
+        ],
+        &["unknown-key.toml:2:1", "bogus"],
+    );
+    assert_refused(
+        dir.path(),
+        &["shrink", "--scenario", "./syntax.toml", "--seed", "0"],
+        &["syntax.toml:2:"],
+    );
+    assert_refused(
+        dir.path(),
+        &["replay", "--scenario", "missing.toml", "--seed", "0"],
+        &["missing.toml", "cannot read"],
+    );
+}
+
+#[test]
+fn an_unwritable_failure_database_is_refused_before_any_seed_runs() {
+    let dir = tempdir();
+    let fuzz = |failures: &str| {
+        let args = [
+            "fuzz",
+            "--worker",
+            "stale-release",
+            "--scenario",
+            "slow-deletes",
+            "--seeds",
+            "2",
+            "--jobs",
+            "1",
+            "--failures",
+            failures,
+        ];
+        // "Nothing already found is lost": the database is checked before the campaign, so
+        // the refusal comes before any seed ran (nothing on stdout, and no `fuzz <scenario>:`
+        // progress line on stderr) and no finding can be thrown away.
+        let out = assert_refused(dir.path(), &args, &[failures]);
+        assert!(
+            !out.stderr.contains("fuzz slow-deletes:"),
+            "seeds ran before the database was found unwritable:\n{}",
+            out.dump()
+        );
+        out
+    };
+    // Under /proc nothing can be created, not even by root.
+    fuzz("/proc/leasesim-test/failures.toml");
+    // A parent that is a regular file: not a directory, for root as well.
+    std::fs::write(dir.path().join("plain-file"), "").unwrap();
+    fuzz("plain-file/failures.toml");
+    // A read-only directory stops everyone but root; skip it where the bits do not bind.
+    let read_only = dir.path().join("read-only");
+    std::fs::create_dir(&read_only).unwrap();
+    let mut permissions = std::fs::metadata(&read_only).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o500);
+    std::fs::set_permissions(&read_only, permissions).unwrap();
+    if std::fs::write(read_only.join("probe"), "").is_err() {
+        fuzz("read-only/failures.toml");
+    } else {
+        println!("skipped the read-only directory case: permission bits do not bind here");
+    }
+}
+
+#[test]
+#[ignore = "bug: an unwritable --junit path is found only after the campaign; exit 2 and the \
+            findings are never recorded in the failure database"]
+fn an_unwritable_junit_path_loses_no_finding() {
+    let dir = tempdir();
+    let out = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--worker",
+            "stale-release",
+            "--scenario",
+            "slow-deletes",
+            "--seeds",
+            "2",
+            "--jobs",
+            "1",
+            "--junit",
+            "/proc/leasesim-test/junit.xml",
+        ],
+    );
+    // Either the path is refused up front (exit 2 before any seed runs), or the campaign's
+    // findings are still recorded in the failure database.
+    let refused_up_front = out.code == 2 && out.stdout.is_empty();
+    let recorded = std::fs::read_to_string(dir.path().join(".leasesim/failures.toml"))
+        .is_ok_and(|text| text.contains("seed = 0") && text.contains("seed = 1"));
+    assert!(
+        refused_up_front || recorded,
+        "the findings were reported, then lost:\n{}",
+        out.dump()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. JSON summary and JUnit
+
+#[test]
+fn fuzz_json_is_one_document_with_the_documented_keys() {
+    let dir = tempdir();
+    // With the failure database on, so the regressions array and the "recorded ..." line are
+    // exercised: stdout must still be nothing but the JSON document.
+    let args = [
+        "fuzz",
+        "--worker",
+        "early-cutoff",
+        "--scenario",
+        "steady",
+        "--seeds",
+        "2",
+        "--json",
+        "--jobs",
+        "1",
+    ];
+    let first = leasesim(dir.path(), &args);
+    assert_eq!(first.code, 1, "{}", first.dump());
+    let document = json(&first);
+    assert_eq!(document["worker"], "early-cutoff");
+    assert_eq!(document["strategy"], "random");
+    assert_eq!(document["regressions"], Value::Array(vec![]));
+    let scenario = &document["scenarios"][0];
+    for key in [
+        "scenario",
+        "seeds",
+        "failing",
+        "failures",
+        "expected",
+        "coverage",
+        "events",
+        "seeds_per_s",
+    ] {
+        assert!(
+            scenario.get(key).is_some(),
+            "scenario lacks `{key}`: {scenario}"
+        );
+    }
+    assert_eq!(scenario["scenario"], "steady");
+    assert_eq!(scenario["seeds"], 2);
+    assert_eq!(scenario["failing"], 2);
+    assert_eq!(scenario["failures"]["fixed-cutoff"], 2);
+    let findings = document["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 2);
+    for (seed, finding) in findings.iter().enumerate() {
+        for key in [
+            "scenario", "seed", "outcome", "expected", "sentence", "replay",
+        ] {
+            assert!(
+                finding.get(key).is_some(),
+                "finding lacks `{key}`: {finding}"
+            );
+        }
+        assert_eq!(finding["seed"], seed as u64);
+        assert_eq!(finding["outcome"], "fixed-cutoff");
+        assert_eq!(
+            finding["replay"],
+            format!("leasesim replay --scenario steady --seed {seed} --worker early-cutoff")
+        );
+    }
+
+    let second = leasesim(dir.path(), &args);
+    let document = json(&second);
+    let regressions = document["regressions"].as_array().expect("regressions");
+    assert_eq!(regressions.len(), 2, "{}", second.dump());
+    for key in ["scenario", "seed", "outcome", "still_fails"] {
+        assert!(
+            regressions[0].get(key).is_some(),
+            "regression lacks `{key}`"
+        );
+    }
+    assert_eq!(regressions[0]["still_fails"], true);
+}
+
+#[test]
+fn fuzz_json_marks_a_scenarios_expected_violation_as_expected() {
+    let dir = tempdir();
+    // fencing-off declares `stale-token-delete`: the correct worker still passes the campaign.
+    let out = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--scenario",
+            "fencing-off",
+            "--seeds",
+            "4",
+            "--json",
+            "--no-failure-db",
+            "--jobs",
+            "2",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.dump());
+    let document = json(&out);
+    assert_eq!(document["scenarios"][0]["failing"], 0);
+    for finding in document["findings"].as_array().expect("findings") {
+        assert_eq!(finding["expected"], true, "{finding}");
+        assert_eq!(finding["outcome"], "stale-token-delete", "{finding}");
+    }
+}
+
+#[test]
+fn junit_reports_a_failure_for_a_failing_worker_and_none_for_a_clean_one() {
+    let dir = tempdir();
+    let failing = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--worker",
+            "early-cutoff",
+            "--scenario",
+            "steady",
+            "--seeds",
+            "2",
+            "--no-failure-db",
+            "--jobs",
+            "1",
+            "--junit",
+            "failing.xml",
+        ],
+    );
+    assert_eq!(failing.code, 1, "{}", failing.dump());
+    let xml = std::fs::read_to_string(dir.path().join("failing.xml")).expect("JUnit written");
+    assert!(xml.starts_with("<?xml "), "{xml}");
+    assert!(xml.contains("<testcase classname=\"leasesim.early-cutoff\" name=\"steady\""));
+    assert!(
+        xml.contains("<failure message=\"2 of 2 seeds failed\">"),
+        "{xml}"
+    );
+    assert!(xml.contains("seed 0: fixed-cutoff: "), "{xml}");
+    assert!(xml.trim_end().ends_with("</testsuites>"), "{xml}");
+
+    let clean = leasesim(
+        dir.path(),
+        &[
+            "fuzz",
+            "--scenario",
+            "steady",
+            "--seeds",
+            "1",
+            "--no-failure-db",
+            "--jobs",
+            "1",
+            "--junit",
+            "clean.xml",
+        ],
+    );
+    assert_eq!(clean.code, 0, "{}", clean.dump());
+    let xml = std::fs::read_to_string(dir.path().join("clean.xml")).expect("JUnit written");
+    assert!(!xml.contains("<failure"), "{xml}");
+    assert!(xml.contains("failures=\"0\""), "{xml}");
+}
+
+#[test]
+#[ignore = "bug: JUnit leaves out failure-database regressions that still fail, so it reports \
+            no failure for a campaign that exits 1"]
+fn junit_reports_a_regression_that_still_fails() {
+    let dir = tempdir();
+    let fuzz = |seeds: &str| {
+        leasesim(
+            dir.path(),
+            &[
+                "fuzz",
+                "--worker",
+                "stale-release",
+                "--scenario",
+                "slow-deletes",
+                "--seeds",
+                seeds,
+                "--jobs",
+                "1",
+                "--junit",
+                "report.xml",
+            ],
+        )
+    };
+    assert_eq!(fuzz("1").code, 1);
+    let out = fuzz("0");
+    assert_eq!(out.code, 1, "{}", out.dump());
+    let xml = std::fs::read_to_string(dir.path().join("report.xml")).expect("JUnit written");
+    assert!(
+        xml.contains("<failure"),
+        "the campaign exits 1 on a regression, but its JUnit report has no failure:\n{xml}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9. replay --format json
+
+#[test]
+fn replay_format_json_prints_one_event_object_per_line() {
+    let dir = tempdir();
+    let target = [
+        "replay",
+        "--scenario",
+        "backlog-cap",
+        "--worker",
+        "uncapped",
+        "--seed",
+        "0",
+    ];
+    let text = leasesim(dir.path(), &target);
+    let args: Vec<&str> = target.iter().copied().chain(["--format", "json"]).collect();
+    let out = leasesim(dir.path(), &args);
+    assert_eq!(out.code, 1, "{}", out.dump());
+    let mut previous = None;
+    let mut count = 0;
+    for line in out.stdout.lines() {
+        let value: Value = serde_json::from_str(line)
+            .unwrap_or_else(|err| panic!("not one JSON object per line ({err}): {line}"));
+        let object = value.as_object().expect("each line is an object");
+        for key in ["seq", "at_ms", "replica", "event", "text"] {
+            assert!(object.contains_key(key), "no `{key}` in {line}");
+        }
+        let seq = object["seq"].as_u64().expect("seq is a number");
+        assert!(
+            previous.is_none_or(|p| p < seq),
+            "seq does not increase at {line}"
+        );
+        previous = Some(seq);
+        count += 1;
+    }
+    assert!(
+        text.stdout
+            .contains(&format!("\n{count} events; verdict: ")),
+        "the JSON has {count} events, the text trace another count:\n{}",
+        text.stdout
+    );
+}

@@ -1,0 +1,217 @@
+//! How each kind of mark looks, and the CSS that gives the classes their colours.
+//!
+//! Terminology:
+//! - *class*: a short CSS class on a drawn element; the `<style>` block maps it to a colour
+//!   from [`crate::palette`], so each element carries two letters instead of a colour.
+//! - *shape*: the glyph of a mark (bar, dot, square, diamond, triangle, tick).
+//! - *row*: where in its lane (or the world row) a mark sits.
+
+use crate::model::MarkKind;
+use crate::palette::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// A rectangle as wide as the cluster (at least 3 px).
+    Bar,
+    Dot,
+    Square,
+    HollowSquare,
+    Diamond,
+    Triangle,
+    /// A thin vertical line.
+    Tick,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Row {
+    Control,
+    Delete,
+    World,
+}
+
+/// How one kind of mark is drawn and named.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KindStyle {
+    pub class: &'static str,
+    pub shape: Shape,
+    pub row: Row,
+    /// Singular noun for hover summaries: "3 × delete".
+    pub noun: &'static str,
+    /// Legend text.
+    pub legend: &'static str,
+}
+
+pub(crate) fn kind_style(kind: MarkKind) -> KindStyle {
+    use {MarkKind as K, Row as R, Shape as S};
+    let style = |class, shape, row, noun, legend| KindStyle {
+        class,
+        shape,
+        row,
+        noun,
+        legend,
+    };
+    match kind {
+        K::Delete => style("md", S::Bar, R::Delete, "delete", "delete applied (rows)"),
+        K::StaleDelete => style(
+            "ms",
+            S::Bar,
+            R::Delete,
+            "stale delete",
+            "delete applied with a STALE token",
+        ),
+        K::RefusedDelete => style(
+            "mx",
+            S::Bar,
+            R::Delete,
+            "refused delete",
+            "delete refused: stale token",
+        ),
+        K::Renewal => style("mn", S::Dot, R::Control, "renewal", "renewal (new token)"),
+        K::RenewLost => style(
+            "mo",
+            S::Dot,
+            R::Control,
+            "renew answered none",
+            "renew answered none: leadership lost",
+        ),
+        K::Release => style(
+            "mr",
+            S::Square,
+            R::Control,
+            "release",
+            "release freed the lease",
+        ),
+        K::FreedNothing => style(
+            "mf",
+            S::Square,
+            R::Control,
+            "release freed nothing",
+            "release freed nothing",
+        ),
+        K::Takeover => style(
+            "mt",
+            S::Triangle,
+            R::Control,
+            "takeover",
+            "acquire took over an expired lease",
+        ),
+        K::Rejected => style(
+            "mj",
+            S::Triangle,
+            R::Control,
+            "rejected call",
+            "call rejected before apply",
+        ),
+        K::ReplyLost => style(
+            "mq",
+            S::Diamond,
+            R::Control,
+            "lost reply",
+            "reply lost after apply",
+        ),
+        K::StopCalled => style(
+            "mc",
+            S::HollowSquare,
+            R::Control,
+            "stop called",
+            "stop() called",
+        ),
+        K::StopResolved => style(
+            "me",
+            S::Square,
+            R::Control,
+            "stop returned",
+            "stop() returned",
+        ),
+        K::Restarted => style(
+            "mz",
+            S::Diamond,
+            R::Control,
+            "restart",
+            "restarted with a fresh worker",
+        ),
+        K::ClockJump => style("mk", S::Tick, R::Control, "clock jump", "clock jump"),
+        K::Revoked => style(
+            "mv",
+            S::Triangle,
+            R::World,
+            "revocation",
+            "lease revoked by the authority",
+        ),
+        K::Backlog => style(
+            "mb",
+            S::Dot,
+            R::World,
+            "backlog check",
+            "backlog check (rows left)",
+        ),
+    }
+}
+
+/// Every mark kind, in legend order.
+pub(crate) const ALL_KINDS: [MarkKind; 16] = [
+    MarkKind::Delete,
+    MarkKind::StaleDelete,
+    MarkKind::RefusedDelete,
+    MarkKind::Renewal,
+    MarkKind::RenewLost,
+    MarkKind::Release,
+    MarkKind::FreedNothing,
+    MarkKind::Takeover,
+    MarkKind::Rejected,
+    MarkKind::ReplyLost,
+    MarkKind::StopCalled,
+    MarkKind::StopResolved,
+    MarkKind::Restarted,
+    MarkKind::ClockJump,
+    MarkKind::Revoked,
+    MarkKind::Backlog,
+];
+
+/// The `<style>` block's rules.
+pub(crate) fn css() -> String {
+    let rules = [
+        "body{margin:0;font:13px/1.4 system-ui,sans-serif;color:#212529}".to_string(),
+        format!("body,.scroll{{background:{PAGE_FILL}}}"),
+        "header{padding:8px 12px 4px}h1{font-size:16px;margin:0 0 4px}".into(),
+        "pre{margin:0;font:12px/1.35 ui-monospace,monospace;white-space:pre-wrap}".into(),
+        format!(".banner{{margin:4px 12px 8px;padding:6px 10px;border:2px solid {VIOLATION_FILL};background:#fff5f5}}"),
+        format!(".banner b{{color:{VIOLATION_FILL}}}"),
+        ".tl{display:flex;align-items:flex-start;border-top:1px solid #ced4da;border-bottom:1px solid #ced4da}".into(),
+        ".names{flex:none}.scroll{overflow-x:auto;flex:1}svg{display:block}".into(),
+        "svg text{font:10px sans-serif}.ln{font:bold 12px sans-serif}".into(),
+        ".legend{padding:8px 12px}.legend span{display:inline-block;margin:2px 14px 2px 0}".into(),
+        ".legend svg{display:inline-block;vertical-align:middle;margin-right:4px}".into(),
+        ".foot{padding:0 12px 12px;color:#495057}".into(),
+        format!(".tb{{fill:{TERM_FILL};stroke:{TERM_STROKE}}}.tk{{fill:{TOKEN_TEXT}}}"),
+        format!(".pz{{fill:{PAUSE_FILL};fill-opacity:{PAUSE_OPACITY}}}"),
+        format!(".ps{{fill:{PHASE_SAFETY_FILL}}}.pl{{fill:{PHASE_LIVENESS_FILL}}}.pd{{fill:{PHASE_SHUTDOWN_FILL}}}"),
+        format!(".ps{{fill-opacity:{PHASE_SAFETY_OPACITY}}}.pl,.pd{{fill-opacity:{PHASE_OPACITY}}}"),
+        format!(".gr{{stroke:{GRID_STROKE};stroke-opacity:.35;fill:none}}.ax{{fill:#495057}}"),
+        format!(".ca{{fill:{ACQUIRE_CALL_FILL}}}.cr,.mn{{fill:{RENEWAL_FILL}}}"),
+        format!(".cd,.md,.dl{{fill:{DELETE_FILL}}}.cl,.mr{{fill:{RELEASE_FILL}}}"),
+        format!(".cf,.mx,.mo,.mf,.mj,.mq,.mv,.lw{{fill:{WARNING_FILL}}}"),
+        format!(".ms,.sl,.vi{{fill:{VIOLATION_FILL}}}.mt{{fill:{TAKEOVER_FILL}}}"),
+        format!(".me,.mz{{fill:{STOP_FILL}}}.mc{{fill:{PAGE_FILL};stroke:{STOP_FILL};stroke-width:1.5}}"),
+        format!(".mk{{fill:{CLOCK_JUMP_FILL}}}.mb,.bl{{fill:{BACKLOG_FILL}}}"),
+        format!(".vr{{fill:none;stroke:{VIOLATION_FILL};stroke-width:2}}"),
+    ];
+    rules.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_own_class_and_a_css_rule() {
+        let css = css();
+        let mut classes: Vec<&str> = ALL_KINDS.iter().map(|k| kind_style(*k).class).collect();
+        for class in &classes {
+            assert!(css.contains(&format!(".{class}")), "no rule for .{class}");
+        }
+        classes.sort_unstable();
+        classes.dedup();
+        assert_eq!(classes.len(), ALL_KINDS.len());
+    }
+}
