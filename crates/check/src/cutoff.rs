@@ -7,7 +7,7 @@
 //! - *newest deleted row*: `newest_created_ms` of an applied delete; it must be older than
 //!   (strictly before) the cutoff of the term the delete was sent in.
 
-use leasesim_events::{Applied, Event, EventKind, OpKind, ReplicaId, Request};
+use leasesim_events::{Applied, ClockMs, Event, EventKind, OpKind, ReplicaId, Request};
 use leasesim_rt::Stamped;
 
 use crate::track::{CallBook, PerReplica, Ring, TermLedger, replica_of};
@@ -38,11 +38,13 @@ impl CutoffTerm {
                 return None;
             }
             return Some(format!(
-                "{replica} sent delete_batch with cutoff {cutoff_ms}ms at {}, but the first delete \
-                 of term {} (at {}) used cutoff {first_ms}ms",
+                "{replica} sent delete_batch with cutoff {} at {}, but the first delete of term {} \
+                 (at {}) used cutoff {}",
+                ClockMs(cutoff_ms),
                 At(event.at_ms),
                 self.ledger.term(),
-                At(first.at_ms)
+                At(first.at_ms),
+                ClockMs(*first_ms)
             ));
         }
         // invariant: the first delete fixes the term's cutoff, whatever the verdict.
@@ -51,9 +53,10 @@ impl CutoffTerm {
             return None;
         }
         let head = format!(
-            "{replica}'s first delete_batch of term {} at {} used cutoff {cutoff_ms}ms",
+            "{replica}'s first delete_batch of term {} at {} used cutoff {}",
             self.ledger.term(),
-            At(event.at_ms)
+            At(event.at_ms),
+            ClockMs(cutoff_ms)
         );
         let acquired_ms = self
             .ledger
@@ -68,10 +71,10 @@ impl CutoffTerm {
             ),
             (true, Some(read)) => format!(
                 "{head}, which no clock read after its acquire answer at {} gives (the last read, \
-                 at {}, gives {}ms)",
+                 at {}, gives {})",
                 At(acquired_ms),
                 At(read.at_ms),
-                self.allowed_ms.last().copied().unwrap_or(0)
+                ClockMs(self.allowed_ms.last().copied().unwrap_or(0))
             ),
         })
     }
@@ -198,11 +201,12 @@ impl NoEligibleMiss {
             return None;
         }
         let sentence = format!(
-            "{replica}'s delete_batch sent at {} removed at {} a row created at {newest_ms}ms, \
-             which is not older than its term's cutoff {}ms (set by the first delete at {})",
+            "{replica}'s delete_batch sent at {} removed at {} a row created at {}, which is \
+             not older than its term's cutoff {} (set by the first delete at {})",
             At(sent.sent.at_ms),
             At(event.at_ms),
-            sent.cutoff_ms,
+            ClockMs(newest_ms),
+            ClockMs(sent.cutoff_ms),
             At(sent.first.at_ms)
         );
         let context = [Some(&sent.first), Some(&sent.sent)];
@@ -297,8 +301,8 @@ mod tests {
         script.send(R1, delete(7400));
         let seq = script.last_seq();
         let words = [
-            "cutoff 7400ms at t=10400ms",
-            "term 2 (at t=10020ms) used cutoff 7010ms",
+            "cutoff -999992600ms at t=10400ms",
+            "term 2 (at t=10020ms) used cutoff -999992990ms",
         ];
         assert_broken(Invariant::FixedCutoff, &script, seq, &words);
     }
@@ -312,7 +316,7 @@ mod tests {
         script.at(10_100).send(R1, delete(6000));
         let seq = script.last_seq();
         let words = [
-            "first delete_batch of term 1 at t=10100ms used cutoff 6000ms",
+            "first delete_batch of term 1 at t=10100ms used cutoff -999994000ms",
             "read no clock",
         ];
         assert_broken(Invariant::FixedCutoff, &script, seq, &words);
@@ -326,7 +330,12 @@ mod tests {
         script.clock(R1, 10_010);
         script.send(R1, delete(8000));
         let seq = script.last_seq();
-        assert_broken(Invariant::FixedCutoff, &script, seq, &["gives 7010ms"]);
+        assert_broken(
+            Invariant::FixedCutoff,
+            &script,
+            seq,
+            &["gives -999992990ms"],
+        );
     }
 
     #[test]
@@ -353,8 +362,8 @@ mod tests {
         );
         let words = [
             "r1's delete_batch sent at t=10500ms",
-            "created at 7200ms",
-            "cutoff 7010ms",
+            "created at -999992800ms",
+            "cutoff -999992990ms",
         ];
         assert_broken(Invariant::NoEligibleMiss, &script, seq, &words);
     }

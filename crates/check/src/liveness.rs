@@ -11,7 +11,7 @@
 //! - *unresolved stop*: a `StopCalled` without its `StopResolved` at `Phase(End)` or at the
 //!   end of the run.
 
-use leasesim_events::{Event, EventKind, Phase, ReplicaId};
+use leasesim_events::{ClockMs, Event, EventKind, Phase, ReplicaId};
 use leasesim_rt::Stamped;
 
 use crate::track::{PerReplica, Ring, replica_of, term_number};
@@ -148,9 +148,9 @@ impl Liveness {
 
     fn backlog(&self, event: &Stamped<Event>, eligible_ms: u64, remaining: u64) -> Violation {
         let sentence = format!(
-            "{remaining} rows created before {} were still in the store at {}, the end of the \
-             liveness phase",
-            At(eligible_ms),
+            "{remaining} rows created before clock {} were still in the store at {}, the end of \
+             the liveness phase",
+            ClockMs(eligible_ms),
             At(event.at_ms)
         );
         let context = [self.healed.as_ref(), self.last_term_end.as_ref()];
@@ -241,7 +241,8 @@ mod tests {
             remaining: 412,
         };
         let seq = script.at(20_000).world(backlog);
-        let words = ["412 rows created before t=9000ms were still in the store at t=20000ms"];
+        let words =
+            ["412 rows created before clock -999991000ms were still in the store at t=20000ms"];
         assert_broken(Invariant::Liveness, &script, seq, &words);
     }
 

@@ -18,6 +18,22 @@ use std::fmt;
 
 use serde::Serialize;
 
+/// The clock reading (ms) that virtual time 0 corresponds to. Clock values in events (clock
+/// reads, cutoffs, lease expiries, row creation times) are on this scale; traces and
+/// sentences show them relative to it (`-300000ms`: five minutes before the run started).
+pub const EPOCH_MS: u64 = 1_000_000_000;
+
+/// A clock value shown relative to [`EPOCH_MS`], e.g. `-299704ms` or `+1200ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockMs(pub u64);
+
+impl fmt::Display for ClockMs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let relative = i128::from(self.0) - i128::from(EPOCH_MS);
+        write!(f, "{relative:+}ms")
+    }
+}
+
 /// A replica, stored 0-based and shown 1-based (`r1`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(into = "String")]

@@ -105,3 +105,38 @@ pub fn check_worker(name: &str) -> Result<&'static str, UsageError> {
             valid: workers().iter().map(|w| w.name.to_string()).collect(),
         })
 }
+
+/// How replay lines name a scenario: its builtin name when it is a builtin (same content),
+/// otherwise the path it was read from.
+pub fn scenario_ref(scenario: &Scenario) -> String {
+    let same_as_builtin = match builtin(&scenario.name) {
+        Some(Ok(builtin)) => {
+            Scenario {
+                source: scenario.source.clone(),
+                ..builtin
+            } == *scenario
+        }
+        _ => false,
+    };
+    if same_as_builtin {
+        scenario.name.clone()
+    } else {
+        scenario.source.clone()
+    }
+}
+
+/// The copy-paste command that replays one seed: exactly
+/// `leasesim replay --scenario NAME --seed S --worker NAME`, plus `--strategy S` when the
+/// strategy is not the default (random).
+pub fn replay_line(
+    scenario: &str,
+    seed: u64,
+    worker: &str,
+    strategy: leasesim_rt::Strategy,
+) -> String {
+    let mut line = format!("leasesim replay --scenario {scenario} --seed {seed} --worker {worker}");
+    if strategy != leasesim_rt::Strategy::Random {
+        line.push_str(&format!(" --strategy {strategy}"));
+    }
+    line
+}

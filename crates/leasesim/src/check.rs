@@ -57,6 +57,8 @@ pub struct Check {
     scenario: Rc<Scenario>,
     factory: Rc<WorkerFactory>,
     worker_name: String,
+    /// The worker is one of the harness's own (so `leasesim replay` can rebuild it).
+    builtin: bool,
     strategy: Strategy,
     start_seed: u64,
 }
@@ -85,10 +87,11 @@ impl std::fmt::Display for CheckFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "leasesim: {} in scenario {} at seed {}: {}",
+            "leasesim: {} in scenario {} at seed {} (worker {}): {}",
             self.outcome.label(),
             self.scenario,
             self.seed,
+            self.worker,
             self.outcome.sentence()
         )?;
         write!(f, "{}", self.replay)
@@ -107,6 +110,7 @@ where
         scenario: Rc::new(scenario.into_scenario()),
         factory,
         worker_name: "custom".into(),
+        builtin: false,
         strategy: Strategy::Random,
         start_seed: 0,
     }
@@ -117,12 +121,14 @@ impl Check {
     pub fn builtin_worker(mut self, name: &str) -> Check {
         self.factory = catalog::worker_factory(name).unwrap_or_else(|err| panic!("{err}"));
         self.worker_name = name.to_string();
+        self.builtin = true;
         self
     }
 
-    /// The name failures report for the worker (default `custom`).
+    /// The name failures report for your worker (default `custom`).
     pub fn worker_name(mut self, name: &str) -> Check {
         self.worker_name = name.to_string();
+        self.builtin = false;
         self
     }
 
@@ -201,14 +207,16 @@ impl Check {
 
     fn failure(&self, seed: u64, outcome: Outcome) -> CheckFailure {
         let name = &self.scenario.name;
-        let mut replay =
+        let rerun =
             format!("rerun this seed: LEASESIM_SEED={seed} LEASESIM_SCENARIO={name} cargo test");
-        if catalog::check_worker(&self.worker_name).is_ok() {
-            replay = format!(
-                "leasesim replay --scenario {name} --seed {seed} --worker {}\n{replay}",
-                self.worker_name
-            );
-        }
+        let replay = match self.builtin {
+            true => {
+                let reference = catalog::scenario_ref(&self.scenario);
+                let line = catalog::replay_line(&reference, seed, &self.worker_name, self.strategy);
+                format!("{line}\n{rerun}")
+            }
+            false => rerun,
+        };
         CheckFailure {
             scenario: name.clone(),
             worker: self.worker_name.clone(),

@@ -29,12 +29,43 @@ pub fn render(header: &[String], choices: &[Choice]) -> String {
     out
 }
 
+/// A choice file: the values, and what its header says it was recorded for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChoiceFile {
+    pub values: Vec<u64>,
+    /// `key: value` pairs of the `#` header (scenario, worker, strategy, ...).
+    pub header: Vec<(String, String)>,
+}
+
+impl ChoiceFile {
+    /// A header value by key.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.header
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 /// Parses a choice file; errors name `file:line:column`.
 pub fn parse(path: &str, text: &str) -> Result<Vec<u64>, UsageError> {
-    let mut values = Vec::new();
+    parse_file(path, text).map(|file| file.values)
+}
+
+/// Parses a choice file with its header; errors name `file:line:column`.
+pub fn parse_file(path: &str, text: &str) -> Result<ChoiceFile, UsageError> {
+    let mut file = ChoiceFile::default();
+    let values = &mut file.values;
     for (number, raw) in text.lines().enumerate() {
         let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
+        if let Some(comment) = line.strip_prefix('#') {
+            if let Some((key, value)) = comment.split_once(':') {
+                file.header
+                    .push((key.trim().to_string(), value.trim().to_string()));
+            }
+            continue;
+        }
+        if line.is_empty() {
             continue;
         }
         let column = raw.len() - raw.trim_start().len() + 1;
@@ -68,16 +99,16 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<u64>, UsageError> {
         }
         values.push(value);
     }
-    Ok(values)
+    Ok(file)
 }
 
 /// Reads a choice file.
-pub fn read(path: &str) -> Result<Vec<u64>, UsageError> {
+pub fn read(path: &str) -> Result<ChoiceFile, UsageError> {
     let text = std::fs::read_to_string(path).map_err(|err| UsageError::File {
         path: path.to_string(),
         why: format!("cannot read choices file: {err}"),
     })?;
-    parse(path, &text)
+    parse_file(path, &text)
 }
 
 #[cfg(test)]

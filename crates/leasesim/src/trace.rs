@@ -17,10 +17,9 @@
 use std::fmt::Write as _;
 
 use leasesim_events::{
-    Answer, Applied, EndKind, Event, EventKind, Failure, OpKind, Phase, ReplicaId, Request,
+    Answer, Applied, ClockMs, EndKind, Event, EventKind, Failure, OpKind, Phase, ReplicaId, Request,
 };
 use leasesim_rt::Stamped;
-use leasesim_world::EPOCH_MS;
 
 use crate::runner::{Outcome, RunReport};
 
@@ -37,8 +36,7 @@ pub struct TraceHeader {
 
 /// A clock value relative to the epoch, signed, in ms.
 pub fn clock(value_ms: u64) -> String {
-    let relative = value_ms as i128 - i128::from(EPOCH_MS);
-    format!("{relative:+}ms")
+    ClockMs(value_ms).to_string()
 }
 
 fn end_name(end: EndKind) -> &'static str {
@@ -309,7 +307,7 @@ pub fn render(head: &TraceHeader, report: &RunReport) -> String {
     out
 }
 
-/// The events as JSON lines (one object per event), for tools.
+/// The events as JSON lines (one object per event), then one verdict object, for tools.
 pub fn render_json(report: &RunReport) -> String {
     let mut out = String::new();
     for event in &report.events {
@@ -322,6 +320,16 @@ pub fn render_json(report: &RunReport) -> String {
         });
         let _ = writeln!(out, "{value}");
     }
+    let violation = report.outcome.violation();
+    let verdict = serde_json::json!({
+        "verdict": report.outcome.label(),
+        "pass": report.outcome.is_pass(),
+        "sentence": report.outcome.sentence(),
+        "event_seq": violation.map(|v| v.event.seq),
+        "at_ms": violation.map(|v| v.at_ms),
+        "expected": report.expected.iter().map(|v| v.invariant.name()).collect::<Vec<_>>(),
+    });
+    let _ = writeln!(out, "{verdict}");
     out
 }
 

@@ -38,7 +38,9 @@ fn try_seeds_returns_a_defective_workers_failure_with_its_replay_line() {
     assert_eq!(failure.seed, 0);
     let message = failure.to_string();
     assert!(
-        message.starts_with("leasesim: release-latest in scenario slow-deletes at seed 0: "),
+        message.starts_with(
+            "leasesim: release-latest in scenario slow-deletes at seed 0 (worker stale-release): "
+        ),
         "{message}"
     );
     assert!(message.contains(&failure.outcome.sentence()), "{message}");
@@ -293,7 +295,7 @@ fn leasesim_scenario_skips_checks_of_other_scenarios() {
 }
 
 #[test]
-#[ignore = "bug: the replay line of a library failure drops a non-random strategy"]
+
 fn the_replay_line_of_a_pct_check_names_its_strategy() {
     let failure = leasesim::check("slow-deletes", correct_worker_of)
         .builtin_worker("stale-release")
@@ -312,7 +314,7 @@ fn the_replay_line_of_a_pct_check_names_its_strategy() {
 }
 
 #[test]
-#[ignore = "bug: a user's worker named like a builtin gets a replay line for the builtin"]
+
 fn a_user_worker_named_like_a_builtin_gets_no_replay_line() {
     let failure = leasesim::check("stop-during-acquire", user_worker(false))
         .worker_name("correct")
@@ -326,7 +328,7 @@ fn a_user_worker_named_like_a_builtin_gets_no_replay_line() {
 }
 
 #[test]
-#[ignore = "bug: the replay line of a check of a scenario file names the file's stem, not its path"]
+
 fn the_replay_line_of_a_scenario_file_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("my-slow-deletes.toml");

@@ -15,7 +15,7 @@ use leasesim_events::{Event, EventKind, ReplicaId};
 use leasesim_rt::{EventLog, Handle};
 
 /// Wall-clock instant (ms) that virtual time 0 corresponds to on every clock of the world.
-pub const EPOCH_MS: u64 = 1_000_000_000;
+pub use leasesim_events::EPOCH_MS;
 
 /// A boxed, non-`Send` task future.
 pub type LocalTask = Pin<Box<dyn Future<Output = ()>>>;

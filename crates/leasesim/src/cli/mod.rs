@@ -13,7 +13,9 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use leasesim::catalog::{self, builtin, builtin_names, check_worker, worker_factory, workers};
+use leasesim::catalog::{
+    self, builtin, builtin_names, check_worker, replay_line, scenario_ref, worker_factory, workers,
+};
 use leasesim::error::{UsageError, parse_duration_ms, parse_seed, parse_shard};
 use leasesim::faildb::{self, Entry, FailureDb};
 use leasesim::fuzz::{
@@ -97,7 +99,7 @@ struct FuzzArgs {
     #[arg(long, value_parser = parse_duration_ms)]
     duration: Option<u64>,
     /// The first seed (decimal or 0x-hex).
-    #[arg(long, default_value = "0", value_parser = parse_seed)]
+    #[arg(long, default_value = "0", value_parser = parse_seed, allow_hyphen_values = true)]
     start_seed: u64,
     /// Parallel jobs (default: every core).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
@@ -130,7 +132,7 @@ struct ReplayArgs {
     #[command(flatten)]
     target: Target,
     /// The seed to replay (decimal or 0x-hex).
-    #[arg(long, value_parser = parse_seed, required_unless_present = "choices")]
+    #[arg(long, value_parser = parse_seed, required_unless_present = "choices", allow_hyphen_values = true)]
     seed: Option<u64>,
     /// Replay a recorded choices file (from `shrink`) instead of a seed.
     #[arg(long, conflicts_with = "seed")]
@@ -148,7 +150,7 @@ struct ShrinkArgs {
     #[command(flatten)]
     target: Target,
     /// The failing seed (decimal or 0x-hex).
-    #[arg(long, value_parser = parse_seed)]
+    #[arg(long, value_parser = parse_seed, allow_hyphen_values = true)]
     seed: u64,
     /// Where to save the shrunk choices (default: .leasesim/shrunk/SCENARIO-WORKER-SEED.choices).
     #[arg(long)]
@@ -213,26 +215,6 @@ fn list() -> Result<i32, UsageError> {
     Ok(0)
 }
 
-/// The replay line for a failing seed.
-pub fn replay_line(scenario: &str, seed: u64, worker: &str, strategy: Strategy) -> String {
-    let mut line = format!("leasesim replay --scenario {scenario} --seed {seed} --worker {worker}");
-    if strategy != Strategy::Random {
-        line.push_str(&format!(" --strategy {strategy}"));
-    }
-    line
-}
-
-/// How a scenario is named in replay lines: its builtin name, or the path it came from.
-fn scenario_ref(scenario: &Scenario) -> String {
-    if builtin(&scenario.name).is_some()
-        && scenario.source == format!("scenarios/{}.toml", scenario.name)
-    {
-        scenario.name.clone()
-    } else {
-        scenario.source.clone()
-    }
-}
-
 fn single_scenario(reference: &str) -> Result<Scenario, UsageError> {
     if reference == "all" {
         return Err(UsageError::BadValue {
@@ -254,6 +236,10 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
     };
     if let Some(db) = &db {
         db.check_writable()?;
+    }
+    if let Some(path) = &args.junit {
+        // Found before any seed runs, so a bad path can never cost a finding.
+        report::check_junit_writable(path)?;
     }
     let strategy = args.target.strategy;
     let jobs = args.jobs.map_or_else(
@@ -299,20 +285,40 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         &scenarios,
         args.json,
     );
-    if let Some(path) = &args.junit {
-        report::write_junit(path, &summaries, &worker)?;
-    }
     let failed =
         summaries.iter().any(|s| s.failed_seeds() > 0) || regressions.iter().any(|r| r.still_fails);
-    if let Some(db) = &mut db {
-        let found: Vec<Entry> = db_entries(&summaries, &scenarios, &worker, strategy);
-        let added = db.add(found);
-        db.save()?;
-        if added > 0 && !args.json {
-            println!("recorded {added} new failure(s) in {}", db.path().display());
-        }
+    // The database first: a JUnit write that fails must not cost a finding.
+    let saved = save_findings(
+        db.as_mut(),
+        &summaries,
+        &scenarios,
+        &worker,
+        strategy,
+        args.json,
+    );
+    if let Some(path) = &args.junit {
+        report::write_junit(path, &summaries, &regressions, &worker)?;
     }
+    saved?;
     Ok(i32::from(failed))
+}
+
+/// Appends the campaign's failures to the failure database (when there is one).
+fn save_findings(
+    db: Option<&mut FailureDb>,
+    summaries: &[ScenarioSummary],
+    scenarios: &[Scenario],
+    worker: &str,
+    strategy: Strategy,
+    json: bool,
+) -> Result<(), UsageError> {
+    let Some(db) = db else { return Ok(()) };
+    let added = db.add(db_entries(summaries, scenarios, worker, strategy));
+    db.save()?;
+    if added > 0 && !json {
+        println!("recorded {added} new failure(s) in {}", db.path().display());
+    }
+    Ok(())
 }
 
 /// A failure-database entry replayed before the campaign.
@@ -480,12 +486,18 @@ fn print_finding(scenario: &Scenario, finding: &Finding, worker: &str, strategy:
 fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
     let scenario = single_scenario(&args.target.scenario)?;
     let worker = check_worker(&args.target.worker)?;
-    let (feed, feed_text) = match (&args.choices, args.seed) {
-        (Some(path), _) => (
-            Feed::Replay(choices::read(path)?),
-            format!("choices {path}"),
-        ),
-        (None, Some(seed)) => (Feed::Seed(seed), format!("seed {seed}")),
+    let (feed, feed_text, given) = match (&args.choices, args.seed) {
+        (Some(path), _) => {
+            let file = choices::read(path)?;
+            warn_on_mismatch(path, &file, &scenario, worker, args.target.strategy);
+            let given = file.values.len();
+            (
+                Feed::Replay(file.values),
+                format!("choices {path}"),
+                Some(given),
+            )
+        }
+        (None, Some(seed)) => (Feed::Seed(seed), format!("seed {seed}"), None),
         (None, None) => unreachable!("clap requires --seed or --choices"),
     };
     let head = TraceHeader {
@@ -502,10 +514,19 @@ fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
         feed,
         strategy: args.target.strategy,
         keep_events: true,
-        record_choices: false,
+        record_choices: given.is_some(),
         event_limit: None,
     };
     let report = run(&spec);
+    if let Some(given) = given
+        && report.choices.len() > given
+    {
+        eprintln!(
+            "note: the run drew {} choices and the file holds {given}; the rest were taken as 0 \
+             (the simplest)",
+            report.choices.len()
+        );
+    }
     if let Some(path) = &args.html {
         let html = leasesim::timeline::render(&head, &report, spec.scenario.replicas);
         std::fs::write(path, html).map_err(|err| UsageError::File {
@@ -520,6 +541,48 @@ fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
     };
     let _ = stdout.write_all(text.as_bytes());
     Ok(i32::from(report.failed()))
+}
+
+/// Warns (on stderr) when a choices file was recorded for another scenario, worker or
+/// strategy. Replaying it anyway is legitimate (does the fixed worker pass the old
+/// counterexample?), so this is not an error.
+fn warn_on_mismatch(
+    path: &str,
+    file: &choices::ChoiceFile,
+    scenario: &Scenario,
+    worker: &str,
+    strategy: Strategy,
+) {
+    let now = [
+        ("scenario", scenario_ref(scenario)),
+        ("worker", worker.to_string()),
+        ("strategy", strategy.to_string()),
+    ];
+    for (key, value) in now {
+        if let Some(recorded) = file.get(key)
+            && recorded != value
+        {
+            eprintln!(
+                "warning: {path} was recorded with {key} {recorded}; replaying with {key} {value}"
+            );
+        }
+    }
+}
+
+/// Checks that `path` can be written (creating its directory, probing with a scratch file
+/// beside it) so an unwritable destination is reported before any work is done.
+fn prepare_output(path: &std::path::Path, what: &str) -> Result<(), UsageError> {
+    let fail = |err: std::io::Error| UsageError::File {
+        path: path.display().to_string(),
+        why: format!("cannot save {what}: {err}"),
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(fail)?;
+    }
+    let probe = path.with_extension("write-probe");
+    std::fs::write(&probe, b"").map_err(fail)?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
 }
 
 fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
@@ -542,6 +605,7 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
             scenario.name, args.seed
         ))
     });
+    prepare_output(&out, "the shrunk choices")?;
     let started = Instant::now();
     let Some(shrunk) = shrink(&spec, args.budget) else {
         println!(

@@ -9,7 +9,9 @@ use leasesim::error::UsageError;
 use leasesim::fuzz::ScenarioSummary;
 use leasesim_check::{CoverageTally, Situation};
 
-use super::{Regression, replay_line, scenario_ref};
+use leasesim::catalog::{replay_line, scenario_ref};
+
+use super::Regression;
 
 fn join_counts(counts: &std::collections::BTreeMap<String, u64>) -> String {
     if counts.is_empty() {
@@ -138,6 +140,8 @@ pub fn json_summary(
                 "seed": r.entry.seed,
                 "outcome": r.entry.outcome,
                 "still_fails": r.still_fails,
+                "sentence": r.sentence,
+                "replay": replay_line(&r.entry.scenario, r.entry.seed, worker, strategy),
             })
         })
         .collect();
@@ -158,52 +162,101 @@ fn xml_escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// A JUnit XML report: one test case per scenario, failing with its findings.
+/// Fails early when the JUnit report cannot be written (creates an empty file).
+pub fn check_junit_writable(path: &Path) -> Result<(), UsageError> {
+    std::fs::write(path, b"").map_err(|err| UsageError::File {
+        path: path.display().to_string(),
+        why: format!("cannot write JUnit report: {err}"),
+    })
+}
+
+fn junit_case(
+    xml: &mut String,
+    class: &str,
+    name: &str,
+    time_s: f64,
+    failures: &[String],
+    message: &str,
+) {
+    let _ = write!(
+        xml,
+        "    <testcase classname=\"{}\" name=\"{}\" time=\"{time_s:.3}\"",
+        xml_escape(class),
+        xml_escape(name)
+    );
+    if failures.is_empty() {
+        xml.push_str("/>\n");
+        return;
+    }
+    let _ = writeln!(
+        xml,
+        ">\n      <failure message=\"{}\">",
+        xml_escape(message)
+    );
+    for line in failures {
+        let _ = writeln!(xml, "{}", xml_escape(line));
+    }
+    xml.push_str("      </failure>\n    </testcase>\n");
+}
+
+/// A JUnit XML report: one test case per scenario (failing with its findings), and one per
+/// failure-database regression that was replayed.
 pub fn write_junit(
     path: &Path,
     summaries: &[ScenarioSummary],
+    regressions: &[Regression],
     worker: &str,
 ) -> Result<(), UsageError> {
-    let failing = summaries.iter().filter(|s| s.failed_seeds() > 0).count();
+    let class = format!("leasesim.{worker}");
+    let mut cases = String::new();
+    let mut failing = 0;
+    for summary in summaries {
+        let failures: Vec<String> = summary
+            .findings
+            .iter()
+            .filter(|f| !f.expected)
+            .map(|f| format!("seed {}: {}: {}", f.seed, f.label, f.sentence))
+            .collect();
+        failing += usize::from(!failures.is_empty());
+        let message = format!("{} of {} seeds failed", failures.len(), summary.seeds);
+        junit_case(
+            &mut cases,
+            &class,
+            &summary.scenario,
+            summary.wall_s,
+            &failures,
+            &message,
+        );
+    }
+    for regression in regressions {
+        let entry = &regression.entry;
+        let name = format!("regression {} seed {}", entry.scenario, entry.seed);
+        let failures: Vec<String> = match regression.still_fails {
+            true => vec![format!("{}: {}", entry.outcome, regression.sentence)],
+            false => Vec::new(),
+        };
+        failing += usize::from(regression.still_fails);
+        junit_case(
+            &mut cases,
+            &class,
+            &name,
+            0.0,
+            &failures,
+            "a recorded failure still fails",
+        );
+    }
+    let tests = summaries.len() + regressions.len();
     let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         xml,
-        "<testsuites name=\"leasesim\" tests=\"{}\" failures=\"{failing}\">",
-        summaries.len()
+        "<testsuites name=\"leasesim\" tests=\"{tests}\" failures=\"{failing}\">"
     );
     let _ = writeln!(
         xml,
-        "  <testsuite name=\"leasesim fuzz ({})\" tests=\"{}\" failures=\"{failing}\">",
-        xml_escape(worker),
-        summaries.len()
+        "  <testsuite name=\"leasesim fuzz ({})\" tests=\"{tests}\" failures=\"{failing}\">",
+        xml_escape(worker)
     );
-    for summary in summaries {
-        let _ = write!(
-            xml,
-            "    <testcase classname=\"leasesim.{}\" name=\"{}\" time=\"{:.3}\"",
-            xml_escape(worker),
-            xml_escape(&summary.scenario),
-            summary.wall_s
-        );
-        let failures: Vec<_> = summary.findings.iter().filter(|f| !f.expected).collect();
-        if failures.is_empty() {
-            xml.push_str("/>\n");
-            continue;
-        }
-        xml.push_str(">\n");
-        let message = format!("{} of {} seeds failed", failures.len(), summary.seeds);
-        let _ = writeln!(xml, "      <failure message=\"{}\">", xml_escape(&message));
-        for finding in failures {
-            let _ = writeln!(
-                xml,
-                "seed {}: {}: {}",
-                finding.seed,
-                xml_escape(&finding.label),
-                xml_escape(&finding.sentence)
-            );
-        }
-        xml.push_str("      </failure>\n    </testcase>\n");
-    }
+    xml.push_str(&cases);
     xml.push_str("  </testsuite>\n</testsuites>\n");
     std::fs::write(path, xml).map_err(|err| UsageError::File {
         path: path.display().to_string(),
