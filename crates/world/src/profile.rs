@@ -121,19 +121,7 @@ impl FaultProfile {
             probability: scale(jump_section.probability.get()),
             every_ms: jump_section.every_ms,
         };
-        let skewed = !swarm || env.coin(0.5);
-        let clocks = (0..scenario.replicas)
-            .map(|_| match skewed {
-                true => ClockSpec {
-                    offset_ms: signed_in(env, scenario.clocks.offset_ms),
-                    drift_ppm: signed_in(env, scenario.clocks.drift_ppm),
-                },
-                false => ClockSpec {
-                    offset_ms: 0,
-                    drift_ppm: 0,
-                },
-            })
-            .collect();
+        let clocks = draw_clocks(scenario, env);
         let stop = draw_stop(scenario, env);
         let profile = FaultProfile {
             latency,
@@ -229,6 +217,24 @@ impl FaultProfile {
             format!(" by {}..{}ms", self.jump_by_ms.min, self.jump_by_ms.max),
         );
     }
+}
+
+/// Each replica's clock offset and drift (with swarm, a coin decides whether clocks are
+/// skewed at all).
+fn draw_clocks(scenario: &Scenario, env: &dyn Env) -> Vec<ClockSpec> {
+    let skewed = !scenario.swarm || env.coin(0.5);
+    (0..scenario.replicas)
+        .map(|_| match skewed {
+            true => ClockSpec {
+                offset_ms: signed_in(env, scenario.clocks.offset_ms),
+                drift_ppm: signed_in(env, scenario.clocks.drift_ppm),
+            },
+            false => ClockSpec {
+                offset_ms: 0,
+                drift_ppm: 0,
+            },
+        })
+        .collect()
 }
 
 fn swarm_latency(envelope: &PerOp<MsRange>, env: &dyn Env) -> PerOp<MsRange> {

@@ -61,10 +61,7 @@ pub fn detect_command(args: DetectArgs) -> Result<i32, UsageError> {
             why: "pick a defective worker".into(),
         });
     }
-    let jobs = args.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        |j| j as usize,
-    );
+    let jobs = super::job_count(args.jobs);
     println!(
         "seeds to detect: rounds of the {} default scenarios until the worker is caught by its own invariant; {} disjoint ranges, at most {} seeds each",
         catalog::builtin_names().len(),

@@ -242,28 +242,11 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         report::check_junit_writable(path)?;
     }
     let strategy = args.target.strategy;
-    let jobs = args.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        |j| j as usize,
-    );
+    let jobs = job_count(args.jobs);
     let interactive = std::io::stderr().is_terminal() && !args.json;
     let regressions = match &db {
         Some(db) => replay_regressions(db, &scenarios, &worker, strategy),
         None => Vec::new(),
-    };
-    let plan_for = |index: usize| match args.duration {
-        Some(ms) => {
-            let share = ms / scenarios.len() as u64
-                + u64::from((index as u64) < ms % scenarios.len() as u64);
-            SeedPlan::Duration {
-                start: args.start_seed,
-                wall_ms: share.max(1),
-            }
-        }
-        None => SeedPlan::Count {
-            start: args.start_seed,
-            count: args.seeds,
-        },
     };
     let mut summaries = Vec::new();
     for (index, scenario) in scenarios.iter().enumerate() {
@@ -271,7 +254,7 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
             scenario: scenario.clone(),
             worker: worker.clone(),
             strategy,
-            plan: plan_for(index),
+            plan: seed_plan(&args, scenarios.len(), index),
             shard: args.shard,
             jobs,
         };
@@ -301,6 +284,34 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
     }
     saved?;
     Ok(i32::from(failed))
+}
+
+/// Parallel jobs: the flag, or every core.
+pub fn job_count(jobs: Option<u64>) -> usize {
+    jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    )
+}
+
+/// The seed plan of the `index`-th of `scenarios` scenarios: the seed count, or an equal share
+/// of `--duration`.
+fn seed_plan(args: &FuzzArgs, scenarios: usize, index: usize) -> SeedPlan {
+    let start = args.start_seed;
+    match args.duration {
+        Some(ms) => {
+            let count = scenarios as u64;
+            let share = ms / count + u64::from((index as u64) < ms % count);
+            SeedPlan::Duration {
+                start,
+                wall_ms: share.max(1),
+            }
+        }
+        None => SeedPlan::Count {
+            start,
+            count: args.seeds,
+        },
+    }
 }
 
 /// Appends the campaign's failures to the failure database (when there is one).
@@ -631,12 +642,7 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
         format!("verdict: {}", trace::verdict_line(&shrunk.report.outcome)),
     ];
     let text = choices::render(&header, &shrunk.report.choices);
-    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|err| UsageError::File {
-            path: parent.display().to_string(),
-            why: err.to_string(),
-        })?;
-    }
+    // The directory exists: prepare_output made it.
     std::fs::write(&out, text).map_err(|err| UsageError::File {
         path: out.display().to_string(),
         why: format!("cannot save choices: {err}"),
