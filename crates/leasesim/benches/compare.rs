@@ -1,0 +1,665 @@
+//! The same world and the same worker core on two runtimes: leasesim's deterministic executor
+//! and tokio's current_thread runtime in paused time.
+//!
+//! `cargo bench -p leasesim --bench compare` prints, per scenario, seeds per second of each
+//! driver with a sanity check of the tokio driver (events per seed of the same order as
+//! leasesim's, every run reaching `Phase(End)`, failing seeds listed), then the executor
+//! micro-benchmarks (the method of `crates/rt/benches/runtime.rs`), and ends with one line per
+//! scenario that scripts parse:
+//!
+//! `seeds/s SCENARIO: leasesim=A tokio=B ratio=R` (R = A / B, the "checked" mode; B is the
+//! faster of the two tokio drivers: one runtime shared by all seeds, or one per seed)
+//!
+//! Equal work on both sides, in two modes:
+//! - *checked* (the figure of the last lines): every event is stamped (sequence number,
+//!   virtual time), stable-hashed into a trace hash, and fed to the checkers of every
+//!   invariant the scenario does not expect to break (one `CheckerSet`), to one set per
+//!   expected invariant, and to `Coverage`; the checked set's `finish` runs at the end. The
+//!   leasesim side is `leasesim::runner::run` (`keep_events = false`,
+//!   `record_choices = false`), exactly what `leasesim fuzz` runs per seed; the tokio side's
+//!   `Env::emit` does the same work by hand.
+//! - *counted*: events are only stamped, hashed and counted, no checker: leasesim is
+//!   `leasesim_world::simulate` without an observer. This isolates runtime + world + worker.
+//!
+//! Both sides draw every latency and fault from a `ChoiceSource` seeded with the same seed; the
+//! traces still differ (the runtimes interleave ready tasks differently, and only leasesim
+//! draws scheduling choices), so only their sizes are compared.
+//!
+//! Figures are seeds per second of this thread's CPU time (the wall clock is shown too; on a
+//! loaded machine it is the noisier one). Both drivers run the same blocks of seeds, in
+//! alternation, so a change of machine load hits both alike. `LEASESIM_BENCH_SECS`
+//! (default 2.5) sets the CPU seconds the leasesim side must reach per scenario and mode.
+// Wall clock and CPU clock are read only around whole batches of runs, never inside a run.
+#![allow(
+    clippy::disallowed_types,
+    clippy::disallowed_methods,
+    clippy::print_stdout
+)]
+
+mod common;
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::rc::Rc;
+use std::time::Duration;
+
+use leasesim::runner::{RunSpec, check_config, expected_invariants};
+use leasesim::{Invariant, Scenario};
+use leasesim_check::{CheckerSet, Coverage};
+use leasesim_events::{Event, EventKind, Phase};
+use leasesim_rt::hash::{mix, stable_hash};
+use leasesim_rt::{
+    ChoiceKind, ChoiceSource, Feed, Flow, RunOutcome, Sim, SimConfig, Stamped, Strategy,
+};
+use leasesim_world::{
+    Env, EnvSleep, FaultProfile, LocalTask, WorkerFactory, World, run_phases, simulate,
+};
+
+use common::{Elapsed, Stopwatch, median};
+
+const SCENARIOS: [&str; 2] = ["steady", "swarm"];
+
+/// What each event goes through (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Checked,
+    Counted,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tokio env
+// ---------------------------------------------------------------------------------------------
+
+/// The observers of one run, as `leasesim::runner` builds them: halting checkers, the
+/// expected-invariant checkers, and coverage.
+struct Observers {
+    checked: CheckerSet,
+    expected: Vec<CheckerSet>,
+    coverage: Coverage,
+}
+
+impl Observers {
+    fn new(scenario: &Scenario) -> Observers {
+        let config = check_config(scenario);
+        let expected_list = expected_invariants(scenario);
+        let checked_list: Vec<Invariant> = Invariant::ALL
+            .into_iter()
+            .filter(|i| !expected_list.contains(i))
+            .collect();
+        Observers {
+            checked: CheckerSet::only(&config, &checked_list),
+            expected: expected_list
+                .iter()
+                .map(|&i| CheckerSet::only(&config, &[i]))
+                .collect(),
+            coverage: Coverage::new(),
+        }
+    }
+
+    fn on_event(&mut self, event: &Stamped<Event>) -> Flow {
+        self.coverage.on_event(event);
+        for set in &mut self.expected {
+            if set.violation().is_none() {
+                set.on_event(event);
+            }
+        }
+        self.checked.on_event(event)
+    }
+}
+
+/// The world's `Env` on tokio: paused time, `spawn_local`, draws from a seeded `ChoiceSource`,
+/// events through the same observers as a leasesim fuzz run (checked mode).
+struct TokioEnv {
+    start: tokio::time::Instant,
+    choices: RefCell<ChoiceSource>,
+    /// `None` in counted mode.
+    observers: Option<RefCell<Observers>>,
+    next_seq: Cell<u64>,
+    trace_hash: Cell<u64>,
+    reached_end: Cell<bool>,
+}
+
+impl TokioEnv {
+    /// Must be called inside the runtime (the paused clock is the runtime's).
+    fn new(scenario: &Scenario, seed: u64, mode: Mode) -> TokioEnv {
+        TokioEnv {
+            start: tokio::time::Instant::now(),
+            choices: RefCell::new(ChoiceSource::new(Feed::Seed(seed), false)),
+            observers: (mode == Mode::Checked).then(|| RefCell::new(Observers::new(scenario))),
+            next_seq: Cell::new(0),
+            trace_hash: Cell::new(0),
+            reached_end: Cell::new(false),
+        }
+    }
+
+    /// Runs the checkers' end-of-run checks; the failing invariant, if any.
+    fn verdict(&self, end_ms: u64) -> Option<String> {
+        let observers = self.observers.as_ref()?;
+        let mut observers = observers.borrow_mut();
+        if observers.checked.violation().is_none() {
+            observers.checked.finish(end_ms);
+        }
+        observers
+            .checked
+            .violation()
+            .map(|v| v.invariant.name().to_string())
+    }
+}
+
+impl Env for TokioEnv {
+    fn now_ms(&self) -> u64 {
+        // Paused time only moves to timer deadlines, whole ms after `start`.
+        self.start.elapsed().as_millis() as u64
+    }
+
+    fn sleep_until(&self, at_ms: u64) -> EnvSleep {
+        let deadline = self.start + Duration::from_millis(at_ms);
+        EnvSleep::Boxed(Box::pin(tokio::time::sleep_until(deadline)))
+    }
+
+    fn spawn(&self, _name: &str, task: LocalTask) {
+        // Detached, as on leasesim: the world never joins its tasks.
+        drop(tokio::task::spawn_local(task));
+    }
+
+    fn range(&self, lo: u64, hi: u64) -> u64 {
+        assert!(lo <= hi, "empty range {lo}..={hi}");
+        lo + self.choices.borrow_mut().draw(ChoiceKind::Range, hi - lo)
+    }
+
+    fn coin(&self, p: f64) -> bool {
+        self.choices.borrow_mut().coin(p)
+    }
+
+    fn emit(&self, event: Event) {
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + 1);
+        if event.kind == EventKind::Phase(Phase::End) {
+            self.reached_end.set(true);
+        }
+        let stamped = Stamped {
+            seq,
+            at_ms: self.now_ms(),
+            event,
+        };
+        self.trace_hash
+            .set(mix(self.trace_hash.get(), stable_hash(&stamped)));
+        // A violation would halt a leasesim run; here the run goes on and the verdict is read
+        // at the end (none is expected of the correct worker).
+        if let Some(observers) = &self.observers {
+            black_box(observers.borrow_mut().on_event(&stamped));
+        }
+    }
+}
+
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("tokio runtime builds")
+}
+
+// ---------------------------------------------------------------------------------------------
+// One seed on each driver
+// ---------------------------------------------------------------------------------------------
+
+/// What one run produced.
+#[derive(Clone, Debug, Default)]
+struct SeedResult {
+    events: u64,
+    /// Polls (leasesim only).
+    steps: u64,
+    /// `Phase(End)` was emitted; `None` where the driver cannot tell (leasesim, checked).
+    reached_end: Option<bool>,
+    /// The failing invariant or outcome label.
+    failure: Option<String>,
+}
+
+/// A driver of seeds.
+enum Driver<'a> {
+    Leasesim {
+        spec: RunSpec,
+        mode: Mode,
+    },
+    /// `runtime: None` builds a runtime per seed (as a `Sim` is built per seed).
+    Tokio {
+        runtime: Option<&'a tokio::runtime::Runtime>,
+        scenario: Rc<Scenario>,
+        factory: Rc<WorkerFactory>,
+        mode: Mode,
+    },
+}
+
+impl Driver<'_> {
+    fn run_seed(&self, seed: u64) -> SeedResult {
+        match self {
+            Driver::Leasesim { spec, mode } => leasesim_seed(spec, *mode, seed),
+            Driver::Tokio {
+                runtime: Some(runtime),
+                scenario,
+                factory,
+                mode,
+            } => tokio_seed(runtime, scenario, factory, *mode, seed),
+            Driver::Tokio {
+                runtime: None,
+                scenario,
+                factory,
+                mode,
+            } => tokio_seed(&tokio_runtime(), scenario, factory, *mode, seed),
+        }
+    }
+}
+
+fn leasesim_seed(spec: &RunSpec, mode: Mode, seed: u64) -> SeedResult {
+    match mode {
+        Mode::Checked => {
+            let report = common::leasesim_run(spec, seed);
+            SeedResult {
+                events: report.stats.events,
+                steps: report.stats.steps,
+                reached_end: None,
+                failure: report.failed().then(|| report.outcome.label()),
+            }
+        }
+        Mode::Counted => {
+            // The event log still stamps and stable-hashes every event; no observer.
+            let config = SimConfig {
+                feed: Feed::Seed(seed),
+                ..SimConfig::seeded(0)
+            }
+            .with_strategy(Strategy::Random)
+            .with_recording(false);
+            let world_run = simulate(&spec.scenario, &spec.factory, config, false, None);
+            let completed = matches!(world_run.outcome, RunOutcome::Completed(()));
+            black_box(world_run.trace_hash);
+            SeedResult {
+                events: world_run.events_emitted,
+                steps: world_run.steps,
+                reached_end: Some(completed),
+                failure: (!completed).then(|| format!("{:?}", world_run.outcome)),
+            }
+        }
+    }
+}
+
+/// One seed of `scenario` on tokio: draws the profile, builds the world, drives `run_phases`
+/// to completion inside a fresh `LocalSet` on `runtime`, tears the world down.
+fn tokio_seed(
+    runtime: &tokio::runtime::Runtime,
+    scenario: &Rc<Scenario>,
+    factory: &Rc<WorkerFactory>,
+    mode: Mode,
+    seed: u64,
+) -> SeedResult {
+    let local = tokio::task::LocalSet::new();
+    let result = local.block_on(runtime, async {
+        let env = Rc::new(TokioEnv::new(scenario, seed, mode));
+        let dyn_env: Rc<dyn Env> = env.clone();
+        let profile = FaultProfile::draw(scenario, &*dyn_env);
+        let world = Rc::new(World::new(scenario.clone(), profile, dyn_env));
+        run_phases(world.clone(), factory.clone()).await;
+        world.teardown();
+        let failure = env.verdict(env.now_ms());
+        black_box(env.trace_hash.get());
+        SeedResult {
+            events: env.next_seq.get(),
+            steps: 0,
+            reached_end: Some(env.reached_end.get()),
+            failure,
+        }
+    });
+    // Drops the tasks still parked (flights, tickers), as dropping a `Sim` does.
+    drop(local);
+    result
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seeds per second
+// ---------------------------------------------------------------------------------------------
+
+/// Totals of one driver over the seeds it ran.
+#[derive(Debug, Default)]
+struct Totals {
+    seeds: u64,
+    events: u64,
+    steps: u64,
+    reached_end: Option<u64>,
+    time: Elapsed,
+    /// Seeds per CPU second of each block.
+    rounds: Vec<f64>,
+    /// Failing seeds per label.
+    failures: BTreeMap<String, Vec<u64>>,
+}
+
+impl Totals {
+    fn run_block(&mut self, driver: &Driver<'_>, first: u64, count: u64) {
+        let watch = Stopwatch::start();
+        let results: Vec<(u64, SeedResult)> = (first..first + count)
+            .map(|seed| (seed, driver.run_seed(seed)))
+            .collect();
+        let elapsed = watch.elapsed();
+        self.time += elapsed;
+        self.rounds.push(count as f64 / elapsed.cpu_s);
+        for (seed, result) in results {
+            self.seeds += 1;
+            self.events += result.events;
+            self.steps += result.steps;
+            if let Some(ended) = result.reached_end {
+                *self.reached_end.get_or_insert(0) += u64::from(ended);
+            }
+            if let Some(label) = result.failure {
+                self.failures.entry(label).or_default().push(seed);
+            }
+        }
+    }
+
+    fn rate(&self) -> f64 {
+        self.seeds as f64 / self.time.cpu_s
+    }
+}
+
+/// One scenario's measurements: (driver label, mode, totals) rows.
+struct ScenarioFigures {
+    name: String,
+    rows: Vec<(&'static str, Mode, Totals)>,
+}
+
+impl ScenarioFigures {
+    fn rate(&self, label: &str, mode: Mode) -> f64 {
+        self.rows
+            .iter()
+            .find(|(l, m, _)| *l == label && *m == mode)
+            .map_or(f64::NAN, |(_, _, totals)| totals.rate())
+    }
+}
+
+const LEASESIM: &str = "leasesim";
+const TOKIO: &str = "tokio paused, shared runtime";
+const TOKIO_FRESH: &str = "tokio paused, runtime per seed";
+
+fn target_cpu_s() -> f64 {
+    std::env::var("LEASESIM_BENCH_SECS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(2.5)
+}
+
+/// Runs every driver on the same blocks of seeds, in turn, until the first (leasesim) used
+/// `target_s` of CPU.
+fn measure_together(drivers: &[&Driver<'_>], target_s: f64) -> Vec<Totals> {
+    // Warm up every driver (allocator, caches) and size blocks to ~0.3 s of leasesim.
+    let mut block = 1;
+    for (index, driver) in drivers.iter().enumerate() {
+        let warm = Stopwatch::start();
+        for seed in 0..10 {
+            black_box(driver.run_seed(1_000_000 + seed));
+        }
+        if index == 0 {
+            block = ((0.3 / (warm.elapsed().cpu_s / 10.0)) as u64).max(1);
+        }
+    }
+    let mut totals: Vec<Totals> = drivers.iter().map(|_| Totals::default()).collect();
+    let mut first = 0;
+    while totals[0].time.cpu_s < target_s {
+        for (driver, sums) in drivers.iter().zip(&mut totals) {
+            sums.run_block(driver, first, block);
+        }
+        first += block;
+    }
+    totals
+}
+
+fn measure_scenario(name: &str) -> ScenarioFigures {
+    let scenario = common::builtin_scenario(name);
+    let factory = common::correct_factory();
+    let spec = common::fuzz_spec(&scenario, &factory);
+    let runtime = tokio_runtime();
+    let mut rows = Vec::new();
+    for (mode, share) in [(Mode::Checked, 1.0), (Mode::Counted, 0.6)] {
+        let mut drivers = vec![
+            (
+                LEASESIM,
+                Driver::Leasesim {
+                    spec: spec.clone(),
+                    mode,
+                },
+            ),
+            (
+                TOKIO,
+                Driver::Tokio {
+                    runtime: Some(&runtime),
+                    scenario: scenario.clone(),
+                    factory: factory.clone(),
+                    mode,
+                },
+            ),
+        ];
+        if mode == Mode::Checked {
+            drivers.push((
+                TOKIO_FRESH,
+                Driver::Tokio {
+                    runtime: None,
+                    scenario: scenario.clone(),
+                    factory: factory.clone(),
+                    mode,
+                },
+            ));
+        }
+        let refs: Vec<&Driver<'_>> = drivers.iter().map(|(_, d)| d).collect();
+        let totals = measure_together(&refs, target_cpu_s() * share);
+        for ((label, _), sums) in drivers.iter().zip(totals) {
+            rows.push((*label, mode, sums));
+        }
+    }
+    ScenarioFigures {
+        name: name.to_string(),
+        rows,
+    }
+}
+
+/// The faster of the two tokio drivers in `mode` (the conservative comparison).
+fn best_tokio(figures: &ScenarioFigures, mode: Mode) -> (f64, &'static str) {
+    let shared = figures.rate(TOKIO, mode);
+    let fresh = figures.rate(TOKIO_FRESH, mode);
+    if fresh > shared {
+        (fresh, TOKIO_FRESH)
+    } else {
+        (shared, TOKIO)
+    }
+}
+
+fn print_scenario_table(all: &mut [ScenarioFigures]) {
+    println!(
+        "seeds per second, single thread, same seeds on both drivers (CPU time of this thread)"
+    );
+    println!();
+    println!(
+        "| scenario | mode | driver | seeds | seeds/s | median block | seeds/s (wall) | events/seed | µs/event | reached End | failing |"
+    );
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for figures in all.iter_mut() {
+        for (driver, mode, totals) in &mut figures.rows {
+            let seeds = totals.seeds as f64;
+            let failing: u64 = totals.failures.values().map(|s| s.len() as u64).sum();
+            println!(
+                "| {} | {} | {driver} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.3} | {} | {failing} |",
+                figures.name,
+                format!("{mode:?}").to_lowercase(),
+                totals.seeds,
+                totals.rate(),
+                median(&mut totals.rounds),
+                seeds / totals.time.wall_s,
+                totals.events as f64 / seeds,
+                totals.time.cpu_s * 1e6 / totals.events as f64,
+                totals
+                    .reached_end
+                    .map_or_else(|| "-".to_string(), |n| format!("{n}/{}", totals.seeds)),
+            );
+        }
+    }
+    println!();
+    for figures in all.iter() {
+        let checked = figures.rate(LEASESIM, Mode::Checked) / best_tokio(figures, Mode::Checked).0;
+        let counted = figures.rate(LEASESIM, Mode::Counted) / best_tokio(figures, Mode::Counted).0;
+        let steps = figures
+            .rows
+            .iter()
+            .find(|(l, m, _)| *l == LEASESIM && *m == Mode::Checked)
+            .map_or(0.0, |(_, _, t)| t.steps as f64 / t.seeds as f64);
+        // Time per seed: 1/rate; the checkers' share is what the counted mode does not spend.
+        let check_share =
+            1.0 - figures.rate(LEASESIM, Mode::Checked) / figures.rate(LEASESIM, Mode::Counted);
+        println!(
+            "{}: ratio checked {checked:.2}, counted (no checkers) {counted:.2} (against the faster tokio driver: {}); leasesim {steps:.0} polls/seed; checkers+coverage = {:.0}% of a leasesim checked seed",
+            figures.name,
+            best_tokio(figures, Mode::Checked).1,
+            check_share * 100.0,
+        );
+        for (driver, mode, totals) in &figures.rows {
+            for (label, seeds) in &totals.failures {
+                let shown: Vec<String> = seeds.iter().take(8).map(u64::to_string).collect();
+                println!(
+                    "  failing on {driver} ({mode:?}): {label} x{} (seeds {}{})",
+                    seeds.len(),
+                    shown.join(", "),
+                    if seeds.len() > 8 { ", ..." } else { "" }
+                );
+            }
+        }
+    }
+    println!();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Executor micro-benchmarks (the method of crates/rt/benches/runtime.rs)
+// ---------------------------------------------------------------------------------------------
+
+const POLLS: u64 = 2_000_000;
+const TIMERS: u64 = 1_000_000;
+const REPEATS: usize = 7;
+
+/// Median nanoseconds per operation of `run` (wall, CPU), which performs `ops` operations.
+fn median_ns(ops: u64, mut run: impl FnMut()) -> (f64, f64) {
+    run(); // warm up caches and allocator
+    let mut wall = Vec::with_capacity(REPEATS);
+    let mut cpu = Vec::with_capacity(REPEATS);
+    for _ in 0..REPEATS {
+        let watch = Stopwatch::start();
+        run();
+        let elapsed = watch.elapsed();
+        wall.push(elapsed.wall_s * 1e9 / ops as f64);
+        cpu.push(elapsed.cpu_s * 1e9 / ops as f64);
+    }
+    (median(&mut wall), median(&mut cpu))
+}
+
+fn leasesim_polls() {
+    let mut sim = Sim::new(
+        SimConfig::seeded(1)
+            .with_strategy(Strategy::Random)
+            .with_recording(false),
+    );
+    let handle = sim.handle();
+    let h = handle.clone();
+    let task = handle.spawn(async move {
+        for _ in 0..POLLS {
+            h.yield_now().await;
+        }
+    });
+    sim.block_on(task)
+        .expect_completed()
+        .expect("task completes");
+}
+
+fn leasesim_timers() {
+    let mut sim = Sim::new(SimConfig::seeded(1).with_recording(false));
+    let handle = sim.handle();
+    let h = handle.clone();
+    let task = handle.spawn(async move {
+        for _ in 0..TIMERS {
+            h.sleep(1).await;
+        }
+    });
+    sim.block_on(task)
+        .expect_completed()
+        .expect("task completes");
+}
+
+fn tokio_polls() {
+    let runtime = tokio_runtime();
+    runtime.block_on(async {
+        tokio::spawn(async {
+            for _ in 0..POLLS {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("task completes");
+    });
+}
+
+fn tokio_timers() {
+    let runtime = tokio_runtime();
+    runtime.block_on(async {
+        tokio::spawn(async {
+            for _ in 0..TIMERS {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .expect("task completes");
+    });
+}
+
+fn micro() {
+    let poll_ours = median_ns(POLLS, leasesim_polls);
+    let poll_tokio = median_ns(POLLS, tokio_polls);
+    let timer_ours = median_ns(TIMERS, leasesim_timers);
+    let timer_tokio = median_ns(TIMERS, tokio_timers);
+    println!(
+        "executor micro-benchmarks (method of crates/rt/benches/runtime.rs: median of {REPEATS} runs of {POLLS} polls / {TIMERS} timer fires)"
+    );
+    println!();
+    println!("| workload | ns/op (cpu) | ns/op (wall) |");
+    println!("|---|---:|---:|");
+    for (name, (wall, cpu)) in [
+        ("leasesim poll, 1 task yielding (random)", poll_ours),
+        ("tokio paused poll, 1 task yielding", poll_tokio),
+        ("leasesim timer fire, 1 task sleeping 1 ms", timer_ours),
+        ("tokio paused timer fire, 1 task sleeping 1 ms", timer_tokio),
+    ] {
+        println!("| {name} | {cpu:.1} | {wall:.1} |");
+    }
+    println!();
+    println!(
+        "poll ns: leasesim={:.1} tokio={:.1} ratio={:.2}",
+        poll_ours.1,
+        poll_tokio.1,
+        poll_tokio.1 / poll_ours.1
+    );
+    println!(
+        "timer ns: leasesim={:.1} tokio={:.1} ratio={:.2}",
+        timer_ours.1,
+        timer_tokio.1,
+        timer_tokio.1 / timer_ours.1
+    );
+    println!();
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
+    let mut all: Vec<ScenarioFigures> = SCENARIOS.iter().map(|s| measure_scenario(s)).collect();
+    print_scenario_table(&mut all);
+    micro();
+    for figures in &all {
+        let ours = figures.rate(LEASESIM, Mode::Checked);
+        let (theirs, _) = best_tokio(figures, Mode::Checked);
+        println!(
+            "seeds/s {}: leasesim={ours:.0} tokio={theirs:.0} ratio={:.2}",
+            figures.name,
+            ours / theirs
+        );
+    }
+}
