@@ -10,6 +10,7 @@
 use leasesim_events::{Applied, Event, EventKind, OpKind, ReplicaId, Request};
 use leasesim_rt::Stamped;
 
+use crate::kinds;
 use crate::track::{CallBook, PerReplica, Ring, TermLedger, replica_of};
 use crate::violation::At;
 use crate::{CheckConfig, Checker, Invariant, Violation};
@@ -75,6 +76,10 @@ impl BatchLimit {
 }
 
 impl Checker for BatchLimit {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::BatchLimit
     }
@@ -223,6 +228,10 @@ impl TermCap {
 }
 
 impl Checker for TermCap {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind) || kinds::service_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::TermCap
     }

@@ -10,6 +10,7 @@
 use leasesim_events::{Applied, ClockMs, Event, EventKind, OpKind, ReplicaId, Request};
 use leasesim_rt::Stamped;
 
+use crate::kinds;
 use crate::track::{CallBook, PerReplica, Ring, TermLedger, replica_of};
 use crate::violation::At;
 use crate::{CheckConfig, Checker, Invariant, Violation};
@@ -108,6 +109,10 @@ impl FixedCutoff {
 }
 
 impl Checker for FixedCutoff {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind) || matches!(kind, EventKind::ClockRead { .. })
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::FixedCutoff
     }
@@ -220,6 +225,10 @@ impl NoEligibleMiss {
 }
 
 impl Checker for NoEligibleMiss {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind) || kinds::service_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::NoEligibleMiss
     }

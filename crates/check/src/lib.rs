@@ -42,6 +42,7 @@ mod cap;
 mod coverage;
 mod cutoff;
 mod invariant;
+mod kinds;
 mod liveness;
 mod release;
 mod renewal;
@@ -79,6 +80,14 @@ pub struct CheckConfig {
 pub trait Checker {
     /// The invariant this checker enforces.
     fn invariant(&self) -> Invariant;
+
+    /// Does this checker read events of this kind? A [`CheckerSet`] never feeds it the
+    /// others (most checkers look only at what workers send and receive, not at the
+    /// service's applies or the fault injector). The default reads everything.
+    fn wants(&self, kind: &leasesim_events::EventKind) -> bool {
+        let _ = kind;
+        true
+    }
 
     /// Reads the next event; returns a violation when this event breaks the invariant.
     fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation>;

@@ -9,6 +9,7 @@
 use leasesim_events::{Event, EventKind, Request};
 use leasesim_rt::Stamped;
 
+use crate::kinds;
 use crate::track::{PerReplica, TermLedger, replica_of};
 use crate::violation::{At, answer_words, end_words};
 use crate::{Checker, Invariant, Violation};
@@ -26,6 +27,10 @@ impl ReleaseLatest {
 }
 
 impl Checker for ReleaseLatest {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::ReleaseLatest
     }
@@ -81,6 +86,10 @@ impl ReleaseAfterOwnership {
 }
 
 impl Checker for ReleaseAfterOwnership {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::ReleaseAfterOwnership
     }
@@ -150,6 +159,10 @@ impl ReleaseOnExit {
 }
 
 impl Checker for ReleaseOnExit {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::ReleaseOnExit
     }

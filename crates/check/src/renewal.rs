@@ -8,6 +8,7 @@
 use leasesim_events::{Event, EventKind, OpKind, Request};
 use leasesim_rt::Stamped;
 
+use crate::kinds;
 use crate::track::{PerReplica, TermLedger, replica_of};
 use crate::violation::At;
 use crate::{Checker, Invariant, Violation};
@@ -26,6 +27,10 @@ impl SerialRenewal {
 }
 
 impl Checker for SerialRenewal {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::SerialRenewal
     }
@@ -88,6 +93,10 @@ impl RenewalStops {
 }
 
 impl Checker for RenewalStops {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::RenewalStops
     }

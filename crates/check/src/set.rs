@@ -52,6 +52,12 @@ macro_rules! any_checker {
                 }
             }
 
+            fn wants(&self, kind: &leasesim_events::EventKind) -> bool {
+                match self {
+                    $(AnyChecker::$variant(checker) => checker.wants(kind),)*
+                }
+            }
+
             fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
                 match self {
                     $(AnyChecker::$variant(checker) => checker.on_event(event),)*
@@ -135,7 +141,12 @@ impl CheckerSet {
         if self.halted {
             return Flow::Halt;
         }
-        for checker in &mut self.checkers {
+        let kind = &event.event.kind;
+        for checker in self
+            .checkers
+            .iter_mut()
+            .filter(|checker| checker.wants(kind))
+        {
             if let Some(violation) = checker.on_event(event) {
                 debug_assert_eq!(violation.invariant, checker.invariant());
                 return self.record(violation);

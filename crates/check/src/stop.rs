@@ -11,6 +11,7 @@
 use leasesim_events::{Event, EventKind, Request};
 use leasesim_rt::Stamped;
 
+use crate::kinds;
 use crate::track::{PerReplica, TermLedger, replica_of};
 use crate::violation::At;
 use crate::{Checker, Invariant, Violation};
@@ -29,6 +30,10 @@ impl StopQuiesces {
 }
 
 impl Checker for StopQuiesces {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::StopQuiesces
     }
@@ -138,6 +143,10 @@ impl StopJoins {
 }
 
 impl Checker for StopJoins {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::StopJoins
     }

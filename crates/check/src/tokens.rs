@@ -10,6 +10,7 @@
 use leasesim_events::{Applied, Event, EventKind, OpKind, ReplicaId, Request};
 use leasesim_rt::Stamped;
 
+use crate::kinds;
 use crate::track::{CallBook, PerReplica, TermLedger, replica_of};
 use crate::violation::{At, answer_words};
 use crate::{Checker, Invariant, Violation};
@@ -63,6 +64,10 @@ impl StaleTokenDelete {
 }
 
 impl Checker for StaleTokenDelete {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind) || kinds::service_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::StaleTokenDelete
     }
@@ -123,6 +128,10 @@ impl LatestToken {
 }
 
 impl Checker for LatestToken {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::LatestToken
     }
@@ -189,6 +198,10 @@ impl NoDeleteAfterLoss {
 }
 
 impl Checker for NoDeleteAfterLoss {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
     fn invariant(&self) -> Invariant {
         Invariant::NoDeleteAfterLoss
     }

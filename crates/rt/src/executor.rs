@@ -117,6 +117,8 @@ pub(crate) struct Core {
     hash: Cell<u64>,
     steps: Cell<u64>,
     halted: Cell<bool>,
+    /// Task names seen so far, shared by every task of that name (no allocation per spawn).
+    names: RefCell<Vec<Rc<str>>>,
     max_steps: u64,
     max_time_ms: u64,
 }
@@ -164,6 +166,7 @@ impl Sim {
             hash: Cell::new(0),
             steps: Cell::new(0),
             halted: Cell::new(false),
+            names: RefCell::new(Vec::new()),
             max_steps: config.max_steps,
             max_time_ms: config.max_time_ms,
         };
@@ -234,6 +237,16 @@ impl Drop for Sim {
 }
 
 impl Core {
+    fn intern(&self, name: &str) -> Rc<str> {
+        let mut names = self.names.borrow_mut();
+        if let Some(found) = names.iter().find(|n| &***n == name) {
+            return found.clone();
+        }
+        let fresh: Rc<str> = Rc::from(name);
+        names.push(fresh.clone());
+        fresh
+    }
+
     fn add_task(&self, name: Rc<str>, future: Option<LocalFuture>) -> TaskId {
         let priority = self
             .sched
@@ -505,9 +518,17 @@ impl Handle {
             let value = future.await;
             completion.complete(Ok(value));
         };
-        let id = self.core.add_task(Rc::from(name), Some(Box::pin(wrapped)));
+        let id = self
+            .core
+            .add_task(self.core.intern(name), Some(Box::pin(wrapped)));
         self.core.wake_task(id);
         crate::JoinHandle::new(id, join, self.clone())
+    }
+
+    /// Spawns a detached task: no join state, no wrapper future.
+    pub fn spawn_detached(&self, name: &str, future: LocalFuture) {
+        let id = self.core.add_task(self.core.intern(name), Some(future));
+        self.core.wake_task(id);
     }
 
     /// The current virtual instant.

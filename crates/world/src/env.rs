@@ -96,7 +96,7 @@ impl Env for SimEnv {
 
     fn spawn(&self, name: &str, task: LocalTask) {
         // Detached: the world never joins its tasks; they end with the run.
-        drop(self.handle.spawn_named(name, task));
+        self.handle.spawn_detached(name, task);
     }
 
     fn range(&self, lo: u64, hi: u64) -> u64 {

@@ -17,9 +17,61 @@ pub struct DeleteApplied {
     pub newest_created_ms: Option<u64>,
 }
 
+/// Creation times, oldest first: evenly spread (computed, nothing stored), or listed.
+#[derive(Clone, Debug)]
+enum Rows {
+    /// `count` rows spread evenly over `from_ms..=from_ms + span_ms`.
+    Spread {
+        count: u64,
+        from_ms: u64,
+        span_ms: u64,
+    },
+    /// Any rows, sorted ascending.
+    Listed(Vec<u64>),
+}
+
+impl Rows {
+    fn len(&self) -> usize {
+        match self {
+            Rows::Spread { count, .. } => *count as usize,
+            Rows::Listed(rows) => rows.len(),
+        }
+    }
+
+    /// Creation time of the `index`-th oldest row.
+    fn created_ms(&self, index: usize) -> u64 {
+        match self {
+            Rows::Spread {
+                count,
+                from_ms,
+                span_ms,
+            } => {
+                let steps = count.saturating_sub(1).max(1);
+                // u128: span * index overflows u64 for long spans of many rows.
+                from_ms + (u128::from(*span_ms) * index as u128 / u128::from(steps)) as u64
+            }
+            Rows::Listed(rows) => rows[index],
+        }
+    }
+
+    /// The first index at or after `start` whose row was created at or after `bound_ms`.
+    fn first_at_or_after(&self, start: usize, bound_ms: u64) -> usize {
+        let (mut lo, mut hi) = (start, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.created_ms(mid) < bound_ms {
+                lo = mid + 1
+            } else {
+                hi = mid
+            }
+        }
+        lo
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct RecordStore {
-    created_ms: Vec<u64>,
+    rows: Rows,
     head: usize,
     fencing: bool,
 }
@@ -29,20 +81,26 @@ impl RecordStore {
     pub fn new(mut created_ms: Vec<u64>, fencing: bool) -> RecordStore {
         created_ms.sort_unstable();
         RecordStore {
-            created_ms,
+            rows: Rows::Listed(created_ms),
             head: 0,
             fencing,
         }
     }
 
-    /// `rows` rows with creation times spread evenly over `from_ms..=to_ms`.
+    /// `rows` rows with creation times spread evenly over `from_ms..=to_ms`. Nothing is
+    /// stored per row, so a 100,000-row backlog costs what a 1,000-row one does.
     pub fn spread(rows: u64, from_ms: u64, to_ms: u64, fencing: bool) -> RecordStore {
         assert!(from_ms <= to_ms, "empty creation window");
-        let span = to_ms - from_ms;
-        let created = (0..rows)
-            .map(|i| from_ms + if rows > 1 { span * i / (rows - 1) } else { 0 })
-            .collect();
-        RecordStore::new(created, fencing)
+        let rows = Rows::Spread {
+            count: rows,
+            from_ms,
+            span_ms: to_ms - from_ms,
+        };
+        RecordStore {
+            rows,
+            head: 0,
+            fencing,
+        }
     }
 
     pub fn fencing(&self) -> bool {
@@ -58,17 +116,16 @@ impl RecordStore {
     /// `now_ms`. The caller has already applied the fencing check.
     pub fn delete_oldest(&mut self, older_than_ms: u64, limit: u32, now_ms: u64) -> DeleteApplied {
         let bound = older_than_ms.min(now_ms.saturating_add(1));
-        let end = (self.head + limit as usize).min(self.created_ms.len());
-        let taken = self.created_ms[self.head..end]
-            .iter()
-            .take_while(|&&c| c < bound)
+        let end = (self.head + limit as usize).min(self.rows.len());
+        let taken = (self.head..end)
+            .take_while(|&i| self.rows.created_ms(i) < bound)
             .count();
         let newest_created_ms = taken
             .checked_sub(1)
-            .map(|last| self.created_ms[self.head + last]);
+            .map(|last| self.rows.created_ms(self.head + last));
         self.head += taken;
         // invariant: the head never passes the end, and every deleted row was older than the bound.
-        debug_assert!(self.head <= self.created_ms.len());
+        debug_assert!(self.head <= self.rows.len());
         debug_assert!(newest_created_ms.is_none_or(|newest| newest < bound));
         DeleteApplied {
             rows: taken as u32,
@@ -78,17 +135,19 @@ impl RecordStore {
 
     /// Rows not yet deleted (including rows not created yet).
     pub fn remaining(&self) -> u64 {
-        (self.created_ms.len() - self.head) as u64
+        (self.rows.len() - self.head) as u64
     }
 
     /// Rows not deleted that were created before `before_ms`.
     pub fn remaining_before(&self, before_ms: u64) -> u64 {
-        self.created_ms[self.head..].partition_point(|&c| c < before_ms) as u64
+        (self.rows.first_at_or_after(self.head, before_ms) - self.head) as u64
     }
 
-    /// Creation times of the rows not deleted, oldest first.
-    pub fn rows(&self) -> &[u64] {
-        &self.created_ms[self.head..]
+    /// Creation times of the rows not yet deleted, oldest first.
+    pub fn rows(&self) -> Vec<u64> {
+        (self.head..self.rows.len())
+            .map(|i| self.rows.created_ms(i))
+            .collect()
     }
 }
 
@@ -116,7 +175,7 @@ mod tests {
             }
         );
         assert_eq!(store.delete_oldest(35, 10, 1_000).rows, 0);
-        assert_eq!(store.rows(), &[40, 50]);
+        assert_eq!(store.rows(), vec![40, 50]);
     }
 
     #[test]
@@ -128,6 +187,22 @@ mod tests {
             "rows at 0,10,..,40"
         );
         assert_eq!(store.remaining_before(75), 3);
+    }
+
+    #[test]
+    fn spread_rows_are_computed_like_a_listed_store() {
+        let mut spread = RecordStore::spread(7, 100, 160, true);
+        let mut listed = RecordStore::new(vec![100, 110, 120, 130, 140, 150, 160], true);
+        assert_eq!(spread.rows(), listed.rows());
+        for (cutoff, limit) in [(125, 2), (125, 5), (161, 1), (1_000, 10)] {
+            assert_eq!(
+                spread.delete_oldest(cutoff, limit, 500),
+                listed.delete_oldest(cutoff, limit, 500)
+            );
+            assert_eq!(spread.remaining_before(150), listed.remaining_before(150));
+        }
+        assert_eq!(RecordStore::spread(1, 5, 5, true).rows(), vec![5]);
+        assert_eq!(RecordStore::spread(0, 5, 9, true).remaining(), 0);
     }
 
     #[test]

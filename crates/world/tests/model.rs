@@ -135,7 +135,7 @@ proptest! {
                         prop_assert_eq!(done.rows as usize, take);
                         prop_assert_eq!(done.newest_created_ms, expected_newest);
                     }
-                    prop_assert_eq!(store.rows(), &model.rows[..]);
+                    prop_assert_eq!(store.rows(), model.rows.clone());
                 }
             }
         }
