@@ -241,14 +241,13 @@ impl TermLedger {
             op: request.op(),
             release_token,
         });
-        if let Request::Release { lease } = request {
-            if self
+        if let Request::Release { lease } = request
+            && self
                 .released
                 .as_ref()
                 .is_none_or(|(token, _)| lease.token > *token)
-            {
-                self.released = Some((lease.token, event.clone()));
-            }
+        {
+            self.released = Some((lease.token, event.clone()));
         }
     }
 

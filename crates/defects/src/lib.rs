@@ -18,7 +18,6 @@
 mod declare;
 mod engine;
 mod flaws;
-mod notify;
 
 pub mod acquired_token;
 pub mod delete_after_loss;

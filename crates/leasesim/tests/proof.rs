@@ -70,7 +70,7 @@ fn correct_run(scenario: &str, seed: u64) -> leasesim::runner::RunReport {
         worker: "correct".into(),
         factory: leasesim::catalog::worker_factory("correct").unwrap(),
         feed: Feed::Seed(seed),
-        strategy: if seed % 2 == 0 {
+        strategy: if seed.is_multiple_of(2) {
             Strategy::Random
         } else {
             Strategy::Pct { depth: 3 }

@@ -45,7 +45,7 @@ pub(crate) struct Spot {
 
 /// The lane fill of lane `index` (0-based: r1 is odd).
 pub(crate) fn lane_fill(index: usize) -> &'static str {
-    if index % 2 == 0 {
+    if index.is_multiple_of(2) {
         LANE_FILL_ODD
     } else {
         LANE_FILL_EVEN

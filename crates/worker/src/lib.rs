@@ -20,6 +20,9 @@ pub mod report;
 pub mod worker;
 
 pub use config::{ConfigError, WorkerConfig};
+/// The worker's single-threaded wake-up primitive, public so workers built on the same ports
+/// (the harness's defective copies, your own) can share it.
+pub use notify::{Notify, WaitUntil};
 pub use ports::{Clock, Lease, Leases, PortError, Records};
 pub use report::{LossCause, Op, RunError, TermEnd, TermReport};
 pub use worker::RetentionWorker;

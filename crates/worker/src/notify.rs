@@ -19,18 +19,18 @@ use std::task::{Context, Poll, Waker};
 
 /// A set of parked waiters; see the module docs.
 #[derive(Debug, Default)]
-pub(crate) struct Notify {
+pub struct Notify {
     next_key: Cell<u64>,
     parked: RefCell<BTreeMap<u64, Waker>>,
 }
 
 impl Notify {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self::default()
     }
 
     /// Wake every waiter parked right now.
-    pub(crate) fn notify_all(&self) {
+    pub fn notify_all(&self) {
         // Take the wakers out first: a waker may run arbitrary code, and none of it must find
         // `parked` borrowed.
         let woken = std::mem::take(&mut *self.parked.borrow_mut());
@@ -42,7 +42,7 @@ impl Notify {
     }
 
     /// A future that completes once `condition` holds when polled.
-    pub(crate) fn wait_until<F: Fn() -> bool + Unpin>(&self, condition: F) -> WaitUntil<'_, F> {
+    pub fn wait_until<F: Fn() -> bool + Unpin>(&self, condition: F) -> WaitUntil<'_, F> {
         WaitUntil {
             notify: self,
             key: None,
@@ -82,7 +82,7 @@ impl Notify {
 
 /// Future returned by [`Notify::wait_until`].
 #[must_use = "futures do nothing unless polled"]
-pub(crate) struct WaitUntil<'a, F> {
+pub struct WaitUntil<'a, F> {
     notify: &'a Notify,
     key: Option<u64>,
     condition: F,

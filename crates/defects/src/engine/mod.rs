@@ -29,7 +29,7 @@ use lease_worker::{
 };
 
 use crate::flaws::{CutoffFlaw, Flaws, RenewalFlaw};
-use crate::notify::Notify;
+use lease_worker::Notify;
 use renewal::Renewer;
 use term::{DeletionOutcome, TermState};
 

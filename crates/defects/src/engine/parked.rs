@@ -33,10 +33,10 @@ impl<C: Clock + 'static, L: Leases + 'static, R: Records> Engine<C, L, R> {
         let mut deletion = pin!(deletion);
         let mut outcome = None;
         poll_fn(|cx| {
-            if outcome.is_none() {
-                if let Poll::Ready(done) = deletion.as_mut().poll(cx) {
-                    outcome = Some(done);
-                }
+            if outcome.is_none()
+                && let Poll::Ready(done) = deletion.as_mut().poll(cx)
+            {
+                outcome = Some(done);
             }
             if renewal
                 .as_mut()

@@ -417,7 +417,6 @@ fn run_one_campaign(campaign: &ScenarioCampaign, interactive: bool) -> ScenarioS
         bar.set_prefix(name.clone());
         bar
     });
-    let started = Instant::now();
     let mut tick = || {
         let done = progress.done.load(std::sync::atomic::Ordering::Relaxed);
         let failed = progress.failed.load(std::sync::atomic::Ordering::Relaxed);
@@ -433,8 +432,8 @@ fn run_one_campaign(campaign: &ScenarioCampaign, interactive: bool) -> ScenarioS
             "fuzz {name}: {} seeds, {} failing, {:.0} seeds/s ({:.1}s)",
             summary.seeds,
             summary.failed_seeds(),
-            summary.seeds as f64 / started.elapsed().as_secs_f64().max(1e-9),
-            started.elapsed().as_secs_f64()
+            summary.seeds_per_s(),
+            summary.wall_s
         ),
     }
     summary
