@@ -189,6 +189,55 @@ pub fn event_text(kind: &EventKind) -> String {
     }
 }
 
+/// Per replica: the tokens its open term received and the cutoff of its first delete, so a
+/// term's end can say what it held.
+#[derive(Default)]
+struct TermNotes {
+    terms: Vec<(Option<(u64, u64)>, Option<u64>)>,
+}
+
+impl TermNotes {
+    /// Text to append to `event`'s line: `tokens 3..5, cutoff -299001ms` at a term's end.
+    fn suffix(&mut self, event: &Event) -> Option<String> {
+        let replica = event.replica?.index();
+        if self.terms.len() <= replica {
+            self.terms.resize(replica + 1, (None, None));
+        }
+        let (tokens, cutoff) = &mut self.terms[replica];
+        match &event.kind {
+            EventKind::TermStarted { .. } => *self.terms.get_mut(replica)? = (None, None),
+            EventKind::Answered {
+                answer: Answer::Lease(Some(lease)),
+                ..
+            } => {
+                let (first, _) = tokens.unwrap_or((lease.token, lease.token));
+                *tokens = Some((first, lease.token));
+            }
+            EventKind::Call {
+                request: Request::Delete { older_than_ms, .. },
+                ..
+            } => {
+                cutoff.get_or_insert(*older_than_ms);
+            }
+            EventKind::TermEnded { .. } => {
+                let (first, last) = (*tokens)?;
+                let held = if first == last {
+                    format!("token {first}")
+                } else {
+                    format!("tokens {first}..{last}")
+                };
+                let cut = cutoff.map_or_else(
+                    || "no delete".to_string(),
+                    |c| format!("cutoff {}", clock(c)),
+                );
+                return Some(format!(" [{held}, {cut}]"));
+            }
+            _ => {}
+        }
+        None
+    }
+}
+
 /// Tracks who holds the lease so handovers can be annotated.
 #[derive(Default)]
 struct Handover {
@@ -289,8 +338,10 @@ pub fn render(head: &TraceHeader, report: &RunReport) -> String {
         })
         .collect();
     let mut handover = Handover::default();
+    let mut terms = TermNotes::default();
     for event in &report.events {
-        let _ = writeln!(out, "{}", line(event));
+        let suffix = terms.suffix(&event.event).unwrap_or_default();
+        let _ = writeln!(out, "{}{suffix}", line(event));
         if let Some(note) = handover.note(&event.event) {
             let _ = writeln!(out, "{:>13}  {:<3}  {note}", "", "");
         }

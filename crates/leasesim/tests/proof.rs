@@ -125,3 +125,113 @@ fn fencing_on_never_applies_a_stale_delete() {
         assert!(report.expected.is_empty());
     }
 }
+
+/// Each default scenario is tuned so the situation it is named after happens in most seeds:
+/// the predicate here reads that situation off the run's events.
+#[test]
+fn every_scenario_makes_its_named_situation_happen_in_most_seeds() {
+    use leasesim_check::Situation;
+    use leasesim_events::{Answer, EventKind, Failure, OpKind};
+    type Probe = fn(&leasesim::runner::RunReport) -> bool;
+    let probes: [(&str, Probe); 12] = [
+        ("steady", |r| {
+            r.coverage.reached().contains(Situation::CapReached)
+        }),
+        ("backlog-cap", |r| {
+            r.coverage.reached().contains(Situation::CapReached)
+        }),
+        ("renewal-reorder", |r| {
+            r.coverage
+                .reached()
+                .contains(Situation::RenewReplyDuringDelete)
+        }),
+        ("stop-during-acquire", |r| {
+            r.coverage.reached().contains(Situation::StopDuringAcquire)
+        }),
+        ("lease-expiry-successor", |r| {
+            r.coverage
+                .reached()
+                .contains(Situation::RivalTookOverExpired)
+                && r.coverage.reached().contains(Situation::StoreRejectedStale)
+        }),
+        ("release-race", |r| {
+            r.coverage
+                .reached()
+                .contains(Situation::ReleaseFreedNothing)
+        }),
+        ("reply-lost", |r| {
+            r.coverage
+                .reached()
+                .contains(Situation::ReplyLostAfterApply)
+        }),
+        ("renewal-rejection", |r| {
+            r.events.iter().any(|e| {
+                matches!(
+                    e.event.kind,
+                    EventKind::Answered {
+                        op: OpKind::Renew,
+                        answer: Answer::Failed(Failure::Rejected),
+                        ..
+                    }
+                )
+            })
+        }),
+        ("stop-anywhere", |r| {
+            r.events
+                .iter()
+                .any(|e| e.event.kind == EventKind::StopCalled)
+        }),
+        ("clock-skew", |r| {
+            r.profile.clocks.iter().any(|c| c.offset_ms != 0)
+                && r.events
+                    .iter()
+                    .any(|e| matches!(e.event.kind, EventKind::ClockJumped { .. }))
+        }),
+        ("slow-deletes", |r| {
+            // Time passes between two batches of one term.
+            let mut sent = std::collections::BTreeMap::new();
+            r.events
+                .iter()
+                .any(|e| match (e.event.replica, e.event.kind) {
+                    (Some(replica), EventKind::TermStarted { .. }) => {
+                        sent.remove(&replica);
+                        false
+                    }
+                    (
+                        Some(replica),
+                        EventKind::Call {
+                            request: leasesim_events::Request::Delete { .. },
+                            ..
+                        },
+                    ) => sent
+                        .insert(replica, e.at_ms)
+                        .is_some_and(|before| e.at_ms >= before + 200),
+                    _ => false,
+                })
+        }),
+        ("swarm", |r| r.profile.describe().len() > 1),
+    ];
+    for (name, probe) in probes {
+        let scenario = Rc::new(resolve_scenarios(name).unwrap().remove(0));
+        let hits = (0..10u64)
+            .filter(|&seed| {
+                let spec = RunSpec {
+                    scenario: scenario.clone(),
+                    worker: "correct".into(),
+                    factory: leasesim::catalog::worker_factory("correct").unwrap(),
+                    feed: Feed::Seed(seed),
+                    strategy: Strategy::Random,
+                    keep_events: true,
+                    record_choices: false,
+                    event_limit: None,
+                };
+                probe(&run(&spec))
+            })
+            .count();
+        println!("{name}: its situation happened in {hits} of 10 seeds");
+        assert!(
+            hits >= 6,
+            "{name}: its situation happened in only {hits} of 10 seeds"
+        );
+    }
+}
