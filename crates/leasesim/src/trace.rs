@@ -193,7 +193,14 @@ pub fn event_text(kind: &EventKind) -> String {
 /// term's end can say what it held.
 #[derive(Default)]
 struct TermNotes {
-    terms: Vec<(Option<(u64, u64)>, Option<u64>)>,
+    terms: Vec<TermNote>,
+}
+
+/// One replica's open term: first and last token received, cutoff of its first delete.
+#[derive(Clone, Copy, Default)]
+struct TermNote {
+    tokens: Option<(u64, u64)>,
+    cutoff: Option<u64>,
 }
 
 impl TermNotes {
@@ -201,11 +208,11 @@ impl TermNotes {
     fn suffix(&mut self, event: &Event) -> Option<String> {
         let replica = event.replica?.index();
         if self.terms.len() <= replica {
-            self.terms.resize(replica + 1, (None, None));
+            self.terms.resize(replica + 1, TermNote::default());
         }
-        let (tokens, cutoff) = &mut self.terms[replica];
+        let TermNote { tokens, cutoff } = &mut self.terms[replica];
         match &event.kind {
-            EventKind::TermStarted { .. } => *self.terms.get_mut(replica)? = (None, None),
+            EventKind::TermStarted { .. } => self.terms[replica] = TermNote::default(),
             EventKind::Answered {
                 answer: Answer::Lease(Some(lease)),
                 ..
