@@ -115,9 +115,10 @@ impl FailureDb {
         &self.entries
     }
 
-    /// Adds entries (deduplicated, capped per signature); returns how many were new.
+    /// Adds entries (deduplicated, capped per signature); returns how many of the kept entries
+    /// were not in the database before (0: nothing changed).
     pub fn add(&mut self, found: impl IntoIterator<Item = Entry>) -> usize {
-        let before = self.entries.len();
+        let before = self.entries.clone();
         let mut by_key: BTreeMap<(String, String, String, u64), Entry> = BTreeMap::new();
         for entry in self.entries.drain(..).chain(found) {
             let key = (
@@ -143,7 +144,7 @@ impl FailureDb {
                 *kept <= PER_SIGNATURE
             })
             .collect();
-        self.entries.len().saturating_sub(before)
+        self.entries.iter().filter(|e| !before.contains(e)).count()
     }
 
     /// Writes the whole file atomically (temporary file, then rename).
@@ -188,8 +189,18 @@ mod tests {
         db.add(more);
         assert_eq!(db.entries().len(), PER_SIGNATURE);
         assert_eq!(db.entries()[0].seed, 3, "the smallest seeds are kept");
-        db.add([entry(99, "batch-limit")]);
+        assert_eq!(db.add([entry(99, "batch-limit")]), 1);
         assert_eq!(db.entries().len(), PER_SIGNATURE + 1);
+        assert_eq!(
+            db.add([entry(2, "term-cap")]),
+            1,
+            "a smaller seed displaces the largest"
+        );
+        assert_eq!(
+            db.add([entry(50, "term-cap")]),
+            0,
+            "a larger seed is not kept"
+        );
     }
 
     #[test]

@@ -325,8 +325,12 @@ fn save_findings(
 ) -> Result<(), UsageError> {
     let Some(db) = db else { return Ok(()) };
     let added = db.add(db_entries(summaries, scenarios, worker, strategy));
+    if added == 0 {
+        // Nothing new: leave the file as it is (and a clean campaign creates none).
+        return Ok(());
+    }
     db.save()?;
-    if added > 0 && !json {
+    if !json {
         println!("recorded {added} new failure(s) in {}", db.path().display());
     }
     Ok(())
