@@ -37,6 +37,10 @@
 )]
 
 mod common;
+// The executor micro-workloads of `crates/rt/benches/runtime.rs`, shared so both report the
+// same measurement.
+#[path = "../../rt/benches/micro/mod.rs"]
+mod micro;
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -49,14 +53,13 @@ use leasesim::{Invariant, Scenario};
 use leasesim_check::{CheckerSet, Coverage};
 use leasesim_events::{Event, EventKind, Phase};
 use leasesim_rt::hash::{mix, stable_hash};
-use leasesim_rt::{
-    ChoiceKind, ChoiceSource, Feed, Flow, RunOutcome, Sim, SimConfig, Stamped, Strategy,
-};
+use leasesim_rt::{ChoiceKind, ChoiceSource, Feed, Flow, RunOutcome, SimConfig, Stamped, Strategy};
 use leasesim_world::{
     Env, EnvSleep, FaultProfile, LocalTask, WorkerFactory, World, run_phases, simulate,
 };
 
 use common::{Elapsed, Stopwatch, median};
+use micro::{POLLS, TIMERS};
 
 const SCENARIOS: [&str; 2] = ["steady", "swarm"];
 
@@ -536,8 +539,6 @@ fn print_scenario_table(all: &mut [ScenarioFigures]) {
 // Executor micro-benchmarks (the method of crates/rt/benches/runtime.rs)
 // ---------------------------------------------------------------------------------------------
 
-const POLLS: u64 = 2_000_000;
-const TIMERS: u64 = 1_000_000;
 const REPEATS: usize = 7;
 
 /// Median nanoseconds per operation of `run` (wall, CPU), which performs `ops` operations.
@@ -555,69 +556,11 @@ fn median_ns(ops: u64, mut run: impl FnMut()) -> (f64, f64) {
     (median(&mut wall), median(&mut cpu))
 }
 
-fn leasesim_polls() {
-    let mut sim = Sim::new(
-        SimConfig::seeded(1)
-            .with_strategy(Strategy::Random)
-            .with_recording(false),
-    );
-    let handle = sim.handle();
-    let h = handle.clone();
-    let task = handle.spawn(async move {
-        for _ in 0..POLLS {
-            h.yield_now().await;
-        }
-    });
-    sim.block_on(task)
-        .expect_completed()
-        .expect("task completes");
-}
-
-fn leasesim_timers() {
-    let mut sim = Sim::new(SimConfig::seeded(1).with_recording(false));
-    let handle = sim.handle();
-    let h = handle.clone();
-    let task = handle.spawn(async move {
-        for _ in 0..TIMERS {
-            h.sleep(1).await;
-        }
-    });
-    sim.block_on(task)
-        .expect_completed()
-        .expect("task completes");
-}
-
-fn tokio_polls() {
-    let runtime = tokio_runtime();
-    runtime.block_on(async {
-        tokio::spawn(async {
-            for _ in 0..POLLS {
-                tokio::task::yield_now().await;
-            }
-        })
-        .await
-        .expect("task completes");
-    });
-}
-
-fn tokio_timers() {
-    let runtime = tokio_runtime();
-    runtime.block_on(async {
-        tokio::spawn(async {
-            for _ in 0..TIMERS {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-        .await
-        .expect("task completes");
-    });
-}
-
 fn micro() {
-    let poll_ours = median_ns(POLLS, leasesim_polls);
-    let poll_tokio = median_ns(POLLS, tokio_polls);
-    let timer_ours = median_ns(TIMERS, leasesim_timers);
-    let timer_tokio = median_ns(TIMERS, tokio_timers);
+    let poll_ours = median_ns(POLLS, || micro::leasesim_polls(Strategy::Random));
+    let poll_tokio = median_ns(POLLS, micro::tokio_polls);
+    let timer_ours = median_ns(TIMERS, micro::leasesim_timers);
+    let timer_tokio = median_ns(TIMERS, micro::tokio_timers);
     println!(
         "executor micro-benchmarks (method of crates/rt/benches/runtime.rs: median of {REPEATS} runs of {POLLS} polls / {TIMERS} timer fires)"
     );

@@ -13,12 +13,17 @@
 )]
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use leasesim_rt::{Sim, SimConfig, Strategy};
+use leasesim_rt::Strategy;
 
-const POLLS: u64 = 2_000_000;
-const TIMERS: u64 = 1_000_000;
+mod micro;
+
+use micro::{
+    POLLS, TIMERS, leasesim_contended_polls, leasesim_polls, leasesim_timers, tokio_polls,
+    tokio_timers,
+};
+
 const REPEATS: usize = 7;
 
 /// Median nanoseconds per operation of `run`, which performs `ops` operations.
@@ -33,87 +38,6 @@ fn median_ns(ops: u64, mut run: impl FnMut()) -> f64 {
         .collect();
     samples.sort_by(f64::total_cmp);
     samples[REPEATS / 2]
-}
-
-fn leasesim_polls(strategy: Strategy) {
-    let mut sim = Sim::new(
-        SimConfig::seeded(1)
-            .with_strategy(strategy)
-            .with_recording(false),
-    );
-    let handle = sim.handle();
-    let h = handle.clone();
-    let task = handle.spawn(async move {
-        for _ in 0..POLLS {
-            h.yield_now().await;
-        }
-    });
-    sim.block_on(task)
-        .expect_completed()
-        .expect("task completes");
-}
-
-fn leasesim_timers() {
-    let mut sim = Sim::new(SimConfig::seeded(1).with_recording(false));
-    let handle = sim.handle();
-    let h = handle.clone();
-    let task = handle.spawn(async move {
-        for _ in 0..TIMERS {
-            h.sleep(1).await;
-        }
-    });
-    sim.block_on(task)
-        .expect_completed()
-        .expect("task completes");
-}
-
-/// Four tasks yielding in turn under the random strategy: each step draws from ChaCha.
-fn leasesim_contended_polls() {
-    let mut sim = Sim::new(SimConfig::seeded(1).with_recording(false));
-    let handle = sim.handle();
-    for _ in 0..4 {
-        let h = handle.clone();
-        handle.spawn(async move {
-            for _ in 0..POLLS / 4 {
-                h.yield_now().await;
-            }
-        });
-    }
-    sim.run_until_quiescent().expect_completed();
-}
-
-fn tokio_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("tokio runtime builds")
-}
-
-fn tokio_polls() {
-    let runtime = tokio_runtime();
-    runtime.block_on(async {
-        tokio::spawn(async {
-            for _ in 0..POLLS {
-                tokio::task::yield_now().await;
-            }
-        })
-        .await
-        .expect("task completes");
-    });
-}
-
-fn tokio_timers() {
-    let runtime = tokio_runtime();
-    runtime.block_on(async {
-        tokio::spawn(async {
-            for _ in 0..TIMERS {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-        .await
-        .expect("task completes");
-    });
 }
 
 fn main() {
