@@ -8,6 +8,13 @@
 //! - *main*: the future given to `block_on`; it is scheduled like a task but lives on the
 //!   caller's stack, so it may borrow.
 //! - *quiescence*: nothing is ready and no timer is pending.
+//! - *instant budget*: the most polls one task may take at one virtual instant. A task that
+//!   keeps yielding without ever letting time move (`loop { sleep(0).await }`) exhausts it
+//!   and the run ends with [`RunOutcome::Spin`] naming the task, instead of never ending.
+//! - *interrupt*: a flag set from outside the simulation (a wall-clock watchdog). It never
+//!   changes a run; it only ends one that is stuck, with [`RunOutcome::Interrupted`].
+//! - *closed*: a dropped `Sim`. Its tasks are dropped (in a loop, since dropping a future may
+//!   spawn), and a [`Handle`] that outlives it refuses to spawn: the future is dropped at once.
 //!
 //! Time moves only at quiescence of ready work: when no task is ready the clock jumps to the
 //! earliest timer deadline and every timer due then fires, in registration order.
@@ -21,7 +28,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::choice::{Choice, ChoiceKind, ChoiceSource, Feed};
 use crate::outcome::{RunOutcome, TaskInfo};
-use crate::sched::{Scheduler, Strategy};
+use crate::sched::{PctStats, Scheduler, Strategy};
 use crate::time::TimerQueue;
 use crate::waker::{Inbox, WakeCell};
 use crate::{TaskId, hash};
@@ -39,8 +46,59 @@ pub struct SimConfig {
     pub max_time_ms: u64,
     /// Keep every choice (needed for replay files and shrinking; off for plain fuzzing).
     pub record_choices: bool,
-    /// PCT: the expected number of steps, over which change points are spread.
+    /// PCT: the expected number of steps, over which change points are spread. Size it from
+    /// measured step counts of the same program (see [`pct_steps_from`]).
     pub pct_steps_estimate: u64,
+    /// The most polls one task may take at one virtual instant (see *instant budget*).
+    pub max_polls_per_instant: u32,
+    /// Set from outside to end a stuck run (see *interrupt*).
+    pub interrupt: Option<Interrupt>,
+}
+
+/// A flag another thread sets to end a stuck run ([`RunOutcome::Interrupted`]). It is read
+/// at every step and every event, never written by the simulation, so it cannot change a run
+/// that is not stuck.
+#[derive(Clone, Debug, Default)]
+pub struct Interrupt(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Interrupt {
+    pub fn new() -> Interrupt {
+        Interrupt::default()
+    }
+
+    /// Asks the run to end at its next step or event.
+    pub fn raise(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Re-arms the flag for the next run.
+    pub fn clear(&self) {
+        self.0.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn is_raised(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl PartialEq for Interrupt {
+    fn eq(&self, other: &Interrupt) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Interrupt {}
+
+/// The payload a poll unwinds with when the interrupt is raised inside it.
+struct InterruptedUnwind;
+
+/// A PCT step estimate from measured step counts of the same program: the largest count seen,
+/// so change points fall on steps the runs actually take (at least 1).
+pub fn pct_steps_from(measured_steps: impl IntoIterator<Item = u64>) -> u64 {
+    let estimate = measured_steps.into_iter().max().unwrap_or(1).max(1);
+    // invariant: an estimate always leaves room for at least one change point.
+    debug_assert!(estimate >= 1);
+    estimate
 }
 
 impl SimConfig {
@@ -53,6 +111,8 @@ impl SimConfig {
             max_time_ms: 30 * 24 * 3_600_000,
             record_choices: true,
             pct_steps_estimate: 5_000,
+            max_polls_per_instant: 10_000,
+            interrupt: None,
         }
     }
 
@@ -83,6 +143,16 @@ impl SimConfig {
         self.record_choices = record_choices;
         self
     }
+
+    pub fn with_pct_steps_estimate(mut self, steps: u64) -> SimConfig {
+        self.pct_steps_estimate = steps.max(1);
+        self
+    }
+
+    pub fn with_interrupt(mut self, interrupt: Interrupt) -> SimConfig {
+        self.interrupt = Some(interrupt);
+        self
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +171,9 @@ struct TaskSlot {
     wake: Rc<WakeCell>,
     state: TaskState,
     priority: u64,
+    /// The virtual instant of this task's latest poll, and its polls at that instant.
+    instant_ms: u64,
+    polls_at_instant: u32,
 }
 
 /// The executor's shared state. Every field is borrowed only briefly and never across a
@@ -119,8 +192,18 @@ pub(crate) struct Core {
     halted: Cell<bool>,
     /// Task names seen so far, shared by every task of that name (no allocation per spawn).
     names: RefCell<Vec<Rc<str>>>,
+    /// PCT demotions decided at the current step (scratch, kept for its capacity).
+    demoted: RefCell<Vec<(TaskId, u64)>>,
+    /// A task is being polled right now.
+    in_poll: Cell<bool>,
+    /// The `Sim` was dropped: nothing may spawn any more.
+    closed: Cell<bool>,
+    interrupt: Option<Interrupt>,
+    /// The strategy wants every step, lone tasks included (PCT's change points).
+    consult_every_step: bool,
     max_steps: u64,
     max_time_ms: u64,
+    max_polls_per_instant: u32,
 }
 
 /// The deterministic simulator: owns the executor and its tasks.
@@ -154,6 +237,7 @@ impl Sim {
     pub fn new(config: SimConfig) -> Sim {
         let mut choices = ChoiceSource::new(config.feed, config.record_choices);
         let sched = Scheduler::new(config.strategy, config.pct_steps_estimate, &mut choices);
+        let consult_every_step = sched.consults_every_step();
         let core = Core {
             now_ms: Cell::new(0),
             tasks: RefCell::new(Vec::new()),
@@ -167,8 +251,14 @@ impl Sim {
             steps: Cell::new(0),
             halted: Cell::new(false),
             names: RefCell::new(Vec::new()),
+            demoted: RefCell::new(Vec::new()),
+            in_poll: Cell::new(false),
+            closed: Cell::new(false),
+            interrupt: config.interrupt,
+            consult_every_step,
             max_steps: config.max_steps,
             max_time_ms: config.max_time_ms,
+            max_polls_per_instant: config.max_polls_per_instant.max(1),
         };
         Sim {
             core: Rc::new(core),
@@ -223,16 +313,33 @@ impl Sim {
 impl Drop for Sim {
     fn drop(&mut self) {
         // Futures hold handles to the core; drop them outside any borrow to break the cycle.
-        let futures: Vec<LocalFuture> = self
-            .core
-            .tasks
-            .borrow_mut()
-            .iter_mut()
-            .filter_map(|slot| slot.future.take())
-            .collect();
-        drop(futures);
+        // A future's destructor may spawn: the core is closed first, so such a spawn is
+        // refused (its future dropped at once), and the loop catches anything left behind.
+        self.core.closed.set(true);
+        loop {
+            let futures: Vec<LocalFuture> = self
+                .core
+                .tasks
+                .borrow_mut()
+                .iter_mut()
+                .filter_map(|slot| slot.future.take())
+                .collect();
+            if futures.is_empty() {
+                break;
+            }
+            drop(futures);
+        }
         self.core.timers.borrow_mut().clear();
         self.core.inbox.ready.borrow_mut().clear();
+        // invariant: a closed simulator holds no future, no timer and no ready task.
+        debug_assert!(
+            self.core
+                .tasks
+                .borrow()
+                .iter()
+                .all(|slot| slot.future.is_none())
+        );
+        debug_assert_eq!(self.core.timers.borrow().live(), 0);
     }
 }
 
@@ -261,6 +368,8 @@ impl Core {
             wake,
             state: TaskState::Live,
             priority,
+            instant_ms: 0,
+            polls_at_instant: 0,
         });
         self.live_tasks.set(self.live_tasks.get() + 1);
         id
@@ -315,12 +424,17 @@ impl Core {
             if self.halted.get() {
                 return RunOutcome::Halted;
             }
+            if self.interrupt.as_ref().is_some_and(Interrupt::is_raised) {
+                return RunOutcome::Interrupted {
+                    now_ms: self.now_ms.get(),
+                };
+            }
             if let Some((id, _)) = &main
                 && self.tasks.borrow()[id.index()].state == TaskState::Done
             {
                 return RunOutcome::Completed(());
             }
-            let Some(id) = self.pick_ready() else {
+            let Some((id, polls_at_instant)) = self.pick_ready() else {
                 match self.advance_time(main.is_some()) {
                     Some(stop) => return stop,
                     None => continue,
@@ -332,6 +446,9 @@ impl Core {
                 return RunOutcome::StepLimit { steps: steps - 1 };
             }
             self.hash.set(hash::mix(self.hash.get(), u64::from(id.0)));
+            if polls_at_instant > self.max_polls_per_instant {
+                return self.spin_outcome(id, polls_at_instant);
+            }
             let result = match &mut main {
                 Some((main_id, future)) if *main_id == id => self.poll_main(id, future.as_mut()),
                 _ => self.poll_task(id),
@@ -389,35 +506,70 @@ impl Core {
             .collect()
     }
 
-    /// Removes and returns the next task to poll, as the strategy decides.
-    fn pick_ready(&self) -> Option<TaskId> {
+    /// Removes and returns the next task to poll, as the strategy decides, with the number of
+    /// polls it will have had at this instant (its instant budget) once polled.
+    fn pick_ready(&self) -> Option<(TaskId, u32)> {
         let len = self.inbox.ready.borrow().len();
         if len == 0 {
             return None;
         }
-        let index = if len == 1 {
+        let index = if len == 1 && !self.consult_every_step {
             0
         } else {
-            let tasks = self.tasks.borrow();
-            let ready = self.inbox.ready.borrow();
-            let mut sched = self.sched.borrow_mut();
-            let priority_of = |id: TaskId| tasks[id.index()].priority;
-            let step = self.steps.get();
-            let (index, lowered) =
-                sched.pick(&ready, priority_of, step, &mut self.choices.borrow_mut());
-            drop(ready);
-            drop(tasks);
-            if let Some((id, priority)) = lowered {
-                self.tasks.borrow_mut()[id.index()].priority = priority;
-            }
-            index
+            self.pick_index()
         };
         let id = self.inbox.ready.borrow_mut().remove(index);
-        let slot_wake = self.tasks.borrow()[id.index()].wake.clone();
+        let now_ms = self.now_ms.get();
+        let mut tasks = self.tasks.borrow_mut();
+        let slot = &mut tasks[id.index()];
         // invariant: the ready list holds each live task at most once, flagged as queued.
-        debug_assert!(slot_wake.queued.get() && slot_wake.live.get());
-        slot_wake.queued.set(false);
-        Some(id)
+        debug_assert!(slot.wake.queued.get() && slot.wake.live.get());
+        slot.wake.queued.set(false);
+        if slot.instant_ms != now_ms {
+            slot.instant_ms = now_ms;
+            slot.polls_at_instant = 0;
+        }
+        slot.polls_at_instant = slot.polls_at_instant.saturating_add(1);
+        Some((id, slot.polls_at_instant))
+    }
+
+    /// Asks the strategy which ready task runs (PCT may demote tasks on the way).
+    fn pick_index(&self) -> usize {
+        let tasks = self.tasks.borrow();
+        let ready = self.inbox.ready.borrow();
+        let mut demoted = self.demoted.borrow_mut();
+        demoted.clear();
+        let priority_of = |id: TaskId| tasks[id.index()].priority;
+        let step = self.steps.get() + 1;
+        let choices = &mut self.choices.borrow_mut();
+        let index = self
+            .sched
+            .borrow_mut()
+            .pick(&ready, priority_of, step, choices, &mut demoted);
+        drop(ready);
+        drop(tasks);
+        let mut tasks = self.tasks.borrow_mut();
+        for &(id, priority) in demoted.iter() {
+            tasks[id.index()].priority = priority;
+        }
+        // invariant: demotions only ever lower a task below every initial priority.
+        debug_assert!(
+            demoted
+                .iter()
+                .all(|&(id, p)| tasks[id.index()].priority == p)
+        );
+        index
+    }
+
+    /// The verdict for a task over its instant budget.
+    #[cold]
+    fn spin_outcome(&self, id: TaskId, polls: u32) -> RunOutcome<()> {
+        let name = self.tasks.borrow()[id.index()].name.to_string();
+        RunOutcome::Spin {
+            task: TaskInfo { id, name },
+            at_ms: self.now_ms.get(),
+            polls: u64::from(polls),
+        }
     }
 
     fn poll_main(
@@ -428,7 +580,10 @@ impl Core {
         let wake = self.tasks.borrow()[id.index()].wake.clone();
         let waker = WakeCell::borrowed_waker(&wake);
         let mut cx = Context::from_waker(&waker);
-        match catch_unwind(AssertUnwindSafe(|| main.poll(&mut cx))) {
+        self.in_poll.set(true);
+        let polled = catch_unwind(AssertUnwindSafe(|| main.poll(&mut cx)));
+        self.in_poll.set(false);
+        match polled {
             Ok(Poll::Pending) => Ok(()),
             Ok(Poll::Ready(())) => {
                 self.finish_task(id);
@@ -456,7 +611,9 @@ impl Core {
         };
         let waker = WakeCell::borrowed_waker(&wake);
         let mut cx = Context::from_waker(&waker);
+        self.in_poll.set(true);
         let polled = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
+        self.in_poll.set(false);
         let state = self.tasks.borrow()[id.index()].state;
         match polled {
             Ok(Poll::Pending) if state == TaskState::Running => {
@@ -481,6 +638,11 @@ impl Core {
     }
 
     fn panic_outcome(&self, id: TaskId, payload: &(dyn std::any::Any + Send)) -> RunOutcome<()> {
+        if payload.is::<InterruptedUnwind>() {
+            return RunOutcome::Interrupted {
+                now_ms: self.now_ms.get(),
+            };
+        }
         let message = if let Some(text) = payload.downcast_ref::<&str>() {
             (*text).to_string()
         } else if let Some(text) = payload.downcast_ref::<String>() {
@@ -492,6 +654,7 @@ impl Core {
         RunOutcome::Panic {
             task: TaskInfo { id, name },
             message,
+            location: crate::panics::take_location(),
         }
     }
 }
@@ -513,6 +676,13 @@ impl Handle {
         F::Output: 'static,
     {
         let join = crate::join::JoinState::new();
+        if self.core.closed.get() {
+            // The simulator is gone: the task could never run. Refuse it: its future is
+            // dropped here and its handle reports it aborted.
+            drop(future);
+            join.complete(Err(crate::JoinError::Aborted));
+            return crate::JoinHandle::new(TaskId(u32::MAX), join, self.clone());
+        }
         let completion = join.clone();
         let wrapped = async move {
             let value = future.await;
@@ -527,6 +697,10 @@ impl Handle {
 
     /// Spawns a detached task: no join state, no wrapper future.
     pub fn spawn_detached(&self, name: &str, future: LocalFuture) {
+        if self.core.closed.get() {
+            drop(future);
+            return;
+        }
         let id = self.core.add_task(self.core.intern(name), Some(future));
         self.core.wake_task(id);
     }
@@ -560,9 +734,25 @@ impl Handle {
         self.core.choices.borrow_mut().coin(p)
     }
 
-    /// Folds a value into the run's trace hash (events call this).
+    /// Folds a value into the run's trace hash (events call this). A raised interrupt ends the
+    /// poll that records an event, so a task that spins inside one poll while emitting events
+    /// is stopped too.
     pub fn note(&self, word: u64) {
         self.core.hash.set(hash::mix(self.core.hash.get(), word));
+        if self.core.in_poll.get()
+            && self
+                .core
+                .interrupt
+                .as_ref()
+                .is_some_and(Interrupt::is_raised)
+        {
+            std::panic::resume_unwind(Box::new(InterruptedUnwind));
+        }
+    }
+
+    /// PCT change points drawn by this run, and how many its steps reached so far.
+    pub fn pct_stats(&self) -> PctStats {
+        self.core.sched.borrow().pct_stats()
     }
 
     /// The running hash of every step, timer, event and choice so far.

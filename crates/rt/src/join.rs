@@ -78,7 +78,9 @@ impl<T> JoinHandle<T> {
     /// Drops the task's future; it never runs again and its timers never fire. Awaiting the
     /// handle then yields `Err(JoinError::Aborted)` unless the task had already finished.
     pub fn abort(&self) {
-        self.handle.core.abort(self.id);
+        if self.id.0 != u32::MAX {
+            self.handle.core.abort(self.id);
+        }
         self.state.complete(Err(JoinError::Aborted));
     }
 }

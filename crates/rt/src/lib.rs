@@ -10,6 +10,14 @@
 //!   of its recorded choices, which is what replay and shrinking build on.
 //!
 //! The runtime knows nothing about leases; the simulated world is built on top of it.
+//!
+//! Two limits of the model, by design:
+//! - Wakers are bound to the thread that created the simulator. They carry no atomics; a
+//!   waker used on another thread panics (clone, wake) or leaks (drop) instead of touching
+//!   shared state. Owner threads are told apart by an id that is never reused.
+//! - Nothing outside the simulation can wake a task: a real thread, a real timer or a channel
+//!   fed from outside shows up as [`RunOutcome::Deadlock`] (or a watchdog's
+//!   [`RunOutcome::Interrupted`]), never as a silent hang.
 
 mod choice;
 mod events;
@@ -17,6 +25,7 @@ mod executor;
 pub mod hash;
 mod join;
 mod outcome;
+mod panics;
 mod sched;
 mod sleep;
 mod time;
@@ -24,10 +33,11 @@ mod waker;
 
 pub use choice::{Choice, ChoiceKind, ChoiceSource, Feed};
 pub use events::{Divergence, EventLog, Flow, Observer, Stamped, check_determinism};
-pub use executor::{Handle, Sim, SimConfig};
+pub use executor::{Handle, Interrupt, Sim, SimConfig, pct_steps_from};
 pub use join::JoinHandle;
 pub use outcome::{JoinError, RunOutcome, TaskInfo};
-pub use sched::{MAX_PCT_DEPTH, Strategy};
+pub use panics::{capture_panics, set_quiet};
+pub use sched::{MAX_PCT_DEPTH, PctStats, Strategy};
 pub use sleep::{Sleep, YieldNow};
 
 /// A task's id: its spawn order within the run, never reused.

@@ -27,7 +27,21 @@ pub enum RunOutcome<T> {
     /// Tasks are waiting and no timer is pending: nothing can ever wake them.
     Deadlock { blocked: Vec<TaskInfo> },
     /// A task panicked; the run stops and the panic is reported instead of unwinding further.
-    Panic { task: TaskInfo, message: String },
+    /// `location` is the panic's `file:line` when [`crate::capture_panics`] is installed.
+    Panic {
+        task: TaskInfo,
+        message: String,
+        location: Option<String>,
+    },
+    /// A task used up its instant budget: it was polled `polls` times at virtual instant
+    /// `at_ms` without letting time move (it spins on zero-length waits or yields).
+    Spin {
+        task: TaskInfo,
+        at_ms: u64,
+        polls: u64,
+    },
+    /// The run's interrupt was raised from outside (a wall-clock watchdog): it was stuck.
+    Interrupted { now_ms: u64 },
     /// The step budget ran out.
     StepLimit { steps: u64 },
     /// The next timer lies beyond the virtual-time budget.
@@ -52,7 +66,17 @@ impl<T> RunOutcome<T> {
             RunOutcome::Completed(value) => RunOutcome::Completed(f(value)),
             RunOutcome::Halted => RunOutcome::Halted,
             RunOutcome::Deadlock { blocked } => RunOutcome::Deadlock { blocked },
-            RunOutcome::Panic { task, message } => RunOutcome::Panic { task, message },
+            RunOutcome::Panic {
+                task,
+                message,
+                location,
+            } => RunOutcome::Panic {
+                task,
+                message,
+                location,
+            },
+            RunOutcome::Spin { task, at_ms, polls } => RunOutcome::Spin { task, at_ms, polls },
+            RunOutcome::Interrupted { now_ms } => RunOutcome::Interrupted { now_ms },
             RunOutcome::StepLimit { steps } => RunOutcome::StepLimit { steps },
             RunOutcome::TimeLimit { now_ms } => RunOutcome::TimeLimit { now_ms },
         }

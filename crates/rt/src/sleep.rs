@@ -9,11 +9,18 @@ use crate::time::TimerKey;
 
 /// Completes at a virtual deadline. Registers its timer on first poll; dropping it removes
 /// the timer, so an aborted task's sleeps never fire.
+///
+/// A sleep whose deadline had already come when it was made (`sleep(0)`, `sleep_until` a past
+/// instant) still yields once: it completes at the task's next step, never inside the poll
+/// that made it, so a loop of zero-length sleeps lets other tasks run (and, if it never lets
+/// time move, ends the run with `RunOutcome::Spin` instead of hanging it).
 #[must_use = "a sleep does nothing unless awaited"]
 pub struct Sleep {
     handle: Handle,
     deadline_ms: u64,
     key: Option<TimerKey>,
+    /// Zero-length: it must yield once before completing.
+    must_yield: bool,
 }
 
 impl std::fmt::Debug for Sleep {
@@ -36,6 +43,11 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        if this.must_yield {
+            this.must_yield = false;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         if this.handle.now_ms() >= this.deadline_ms {
             if let Some(key) = this.key.take() {
                 this.handle.core.timers.borrow_mut().cancel(key);
@@ -95,6 +107,7 @@ impl Handle {
             handle: self.clone(),
             deadline_ms,
             key: None,
+            must_yield: deadline_ms <= self.now_ms(),
         }
     }
 

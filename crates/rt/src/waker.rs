@@ -5,6 +5,10 @@
 //! - *wake cell*: one per task; holds the task id and a `queued` flag so a task woken twice
 //!   before it runs is listed once.
 //!
+//! - *thread id*: a number given to each thread the first time it asks, from a process-wide
+//!   counter; ids are never reused, even after a thread exits (an address of a thread-local
+//!   would be: a new thread can get the storage of one that ended).
+//!
 //! The executor is single-threaded, so wakers use `Rc` and `RefCell` instead of atomics: a
 //! poll costs no atomic operation. `Waker` is `Send + Sync` by type, so every vtable entry
 //! first checks that it runs on the thread that created the executor. On another thread,
@@ -18,20 +22,25 @@ use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use crate::TaskId;
 
+static NEXT_THREAD_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 thread_local! {
-    static THREAD_MARK: u8 = const { 0 };
+    static THREAD_ID: u64 = NEXT_THREAD_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// An address unique to the current thread while it lives.
-fn thread_mark() -> usize {
-    THREAD_MARK.with(|mark| mark as *const u8 as usize)
+/// This thread's id: unique for the life of the process, never reused.
+fn thread_mark() -> u64 {
+    let id = THREAD_ID.with(|id| *id);
+    // invariant: ids start at 1, so 0 never names a thread.
+    debug_assert!(id >= 1);
+    id
 }
 
 /// The executor's list of ready tasks, in the order they were woken.
 #[derive(Debug)]
 pub(crate) struct Inbox {
     pub(crate) ready: RefCell<Vec<TaskId>>,
-    owner_thread: usize,
+    owner_thread: u64,
 }
 
 impl Inbox {

@@ -214,7 +214,7 @@ fn panic_is_an_outcome_with_task_and_message() {
         panic!("boom at {}", h.now_ms());
     });
     let outcome = sim.block_on(bad);
-    let RunOutcome::Panic { task, message } = outcome else {
+    let RunOutcome::Panic { task, message, .. } = outcome else {
         panic!("expected panic: {outcome:?}")
     };
     assert_eq!(task.name, "bad");
