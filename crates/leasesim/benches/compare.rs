@@ -161,6 +161,10 @@ impl Env for TokioEnv {
         EnvSleep::Boxed(Box::pin(tokio::time::sleep_until(deadline)))
     }
 
+    fn yield_now(&self) -> EnvSleep {
+        EnvSleep::Boxed(Box::pin(tokio::task::yield_now()))
+    }
+
     fn spawn(&self, _name: &str, task: LocalTask) {
         // Detached, as on leasesim: the world never joins its tasks.
         drop(tokio::task::spawn_local(task));

@@ -170,34 +170,37 @@ impl Check {
             Some(seed) => Box::new(std::iter::once(seed)),
             None => Box::new((0..count).map(|i| self.start_seed.wrapping_add(i))),
         };
+        let base = RunSpec::new(
+            self.scenario.clone(),
+            &self.worker_name,
+            self.factory.clone(),
+            Feed::Seed(0),
+            self.strategy,
+        )
+        .calibrated();
+        // Panics inside runs become verdicts with their file:line; printing Rust's report for
+        // each would bury the one failure this check returns.
+        leasesim_rt::capture_panics();
+        let was_quiet = leasesim_rt::set_quiet(single.is_none());
         let mut ran = 0;
         for seed in seeds {
             ran += 1;
             let spec = RunSpec {
-                scenario: self.scenario.clone(),
-                worker: self.worker_name.clone(),
-                factory: self.factory.clone(),
                 feed: Feed::Seed(seed),
-                strategy: self.strategy,
                 keep_events: single.is_some(),
-                record_choices: false,
-                event_limit: None,
+                ..base.clone()
             };
             let report = run(&spec);
             if single.is_some() {
-                let head = TraceHeader {
-                    scenario: name.clone(),
-                    source: self.scenario.source.clone(),
-                    feed: format!("seed {seed}"),
-                    worker: self.worker_name.clone(),
-                    strategy: self.strategy.to_string(),
-                };
+                let head = TraceHeader::of(&spec, format!("seed {seed}"));
                 eprintln!("{}", render(&head, &report));
             }
             if report.failed() {
+                leasesim_rt::set_quiet(was_quiet);
                 return Err(Box::new(self.failure(seed, report.outcome)));
             }
         }
+        leasesim_rt::set_quiet(was_quiet);
         Ok(CheckSummary {
             scenario: name,
             seeds: ran,

@@ -40,24 +40,26 @@ pub fn detect_range(
     max_seeds: u64,
 ) -> RangeResult {
     let factory = worker_factory(worker).expect("worker names are checked by the caller");
-    let scenarios: Vec<Rc<Scenario>> = scenarios.iter().cloned().map(Rc::new).collect();
+    // One calibrated spec per scenario (PCT measures its step estimate once).
+    let specs: Vec<RunSpec> = scenarios
+        .iter()
+        .map(|scenario| {
+            let scenario = Rc::new(scenario.clone());
+            RunSpec::new(scenario, worker, factory.clone(), Feed::Seed(0), strategy).calibrated()
+        })
+        .collect();
     let mut runs = 0;
     let mut strays = 0;
     for round in 0..max_seeds {
         let seed = start_seed + round;
-        for scenario in &scenarios {
+        for spec in &specs {
             runs += 1;
-            let spec = RunSpec {
-                scenario: scenario.clone(),
-                worker: worker.to_string(),
-                factory: factory.clone(),
+            let scenario = &spec.scenario;
+            let outcome = run(&RunSpec {
                 feed: Feed::Seed(seed),
-                strategy,
-                keep_events: false,
-                record_choices: false,
-                event_limit: None,
-            };
-            let outcome = run(&spec).outcome;
+                ..spec.clone()
+            })
+            .outcome;
             match outcome.invariant() {
                 Some(invariant) if caught_by.contains(&invariant) => {
                     let detected = (round + 1, runs, scenario.name.clone(), invariant);

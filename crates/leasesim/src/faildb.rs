@@ -33,6 +33,10 @@ pub struct Entry {
     pub seed: u64,
     pub outcome: String,
     pub sentence: String,
+    /// The checker set the run had (halting checkers shape the event stream); absent in
+    /// files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkers: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -175,7 +179,21 @@ mod tests {
             seed,
             outcome: outcome.into(),
             sentence: "s".into(),
+            checkers: Some("15 halting (all)".into()),
         }
+    }
+
+    #[test]
+    fn files_without_a_checker_set_still_load_and_new_ones_keep_it() {
+        let old = "[[failure]]\nscenario = \"steady\"\nworker = \"uncapped\"\n\
+                   strategy = \"random\"\nseed = 3\noutcome = \"term-cap\"\nsentence = \"s\"\n";
+        let file: File = toml::from_str(old).expect("a file written before checker sets loads");
+        assert_eq!(file.failures[0].checkers, None);
+        let new = toml::to_string(&File {
+            failures: vec![entry(4, "term-cap")],
+        })
+        .unwrap();
+        assert!(new.contains("checkers = \"15 halting (all)\""), "{new}");
     }
 
     #[test]

@@ -4,27 +4,37 @@
 //! - *seed plan*: a count of seeds from a start seed, or a wall-clock duration.
 //! - *shard K/N*: the seeds whose index `i` (from the start seed) has `i % N == K - 1`; the N
 //!   shards of a plan cover it exactly once, so CI machines can split a campaign.
-//! - *job*: one thread running one simulation at a time. Seeds are handed out in blocks;
-//!   results are keyed by seed and sorted, so `--jobs J` reports exactly what `--jobs 1` does.
+//! - *job*: one thread running one simulation at a time, taking seed indices one by one
+//!   from a shared counter. Results are keyed by seed and sorted, so `--jobs J` reports
+//!   exactly what `--jobs 1` does.
 //! - *finding*: a seed whose run failed (or broke an expected invariant, which is reported
 //!   but does not fail the campaign).
+//! - *watchdog*: the calling thread, while jobs run, checks each job's current seed against
+//!   the per-seed wall-clock limit. Past it, it raises the run's interrupt: the simulation
+//!   ends at its next step or event with a `hang` verdict. A job that does not answer within
+//!   a second limit is stuck inside one poll of user code: the watchdog records the seed as a
+//!   `hang` itself, leaves that thread behind (it is never joined; the process exits without
+//!   it) and starts a fresh job, so the campaign goes on. The watchdog never changes a run
+//!   that is not stuck: it reads the wall clock, never the simulation's.
+//! - *quiet panics*: job threads capture panics (message and `file:line`) into the verdict
+//!   instead of printing Rust's default report for every failing seed.
 //!
-//! The wall clock is read here only to bound `--duration` and to report seeds per second;
-//! it never reaches a simulation.
+//! The wall clock is read here only to bound `--duration`, to watch for stuck seeds and to
+//! report seeds per second; it never reaches a simulation.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use leasesim_check::CoverageTally;
-use leasesim_rt::{Feed, Strategy};
-use leasesim_world::Scenario;
+use leasesim_rt::{Feed, Interrupt, Strategy};
+use leasesim_world::{Scenario, WorkerFactory};
 
 use crate::catalog::worker_factory;
-use crate::runner::{RunSpec, run};
+use crate::runner::{Outcome, RunReport, RunSpec, run};
 
 /// Which seeds a campaign runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,16 +43,41 @@ pub enum SeedPlan {
     Duration { start: u64, wall_ms: u64 },
 }
 
+/// The per-seed wall-clock limit when none is given.
+pub const DEFAULT_SEED_TIMEOUT_MS: u64 = 60_000;
+
+/// Builds a worker factory on a job's own thread (factories hold `Rc`s and stay on the thread
+/// that built them). Campaigns of builtin workers need none: they build by name.
+#[derive(Clone)]
+pub struct FactorySource(Arc<dyn Fn() -> Rc<WorkerFactory> + Send + Sync>);
+
+impl FactorySource {
+    pub fn new(build: impl Fn() -> Rc<WorkerFactory> + Send + Sync + 'static) -> FactorySource {
+        FactorySource(Arc::new(build))
+    }
+}
+
+impl std::fmt::Debug for FactorySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FactorySource(..)")
+    }
+}
+
 /// A campaign over one scenario.
 #[derive(Clone, Debug)]
 pub struct ScenarioCampaign {
     pub scenario: Scenario,
+    /// The worker's name (a builtin name, or how a custom worker is reported).
     pub worker: String,
+    /// Builds a custom worker; `None` builds the builtin worker named `worker`.
+    pub factory: Option<FactorySource>,
     pub strategy: Strategy,
     pub plan: SeedPlan,
     /// `(k, n)`: this is shard k of n (1-based).
     pub shard: (u64, u64),
     pub jobs: usize,
+    /// Wall-clock time one seed may take before the watchdog stops it.
+    pub seed_timeout_ms: u64,
 }
 
 /// A failing (or expected-violation) seed.
@@ -67,6 +102,11 @@ pub struct ScenarioSummary {
     pub coverage: CoverageTally,
     pub events: u64,
     pub steps: u64,
+    /// PCT change points drawn and applied, summed over the seeds.
+    pub pct_drawn: u64,
+    pub pct_applied: u64,
+    /// The PCT step estimate the campaign measured (PCT only).
+    pub pct_steps: Option<u64>,
     pub wall_s: f64,
     /// Findings, sorted by seed.
     pub findings: Vec<Finding>,
@@ -85,18 +125,40 @@ impl ScenarioSummary {
         }
     }
 
-    fn merge(&mut self, other: ScenarioSummary) {
-        self.seeds += other.seeds;
-        for (label, count) in other.failures {
-            *self.failures.entry(label).or_insert(0) += count;
+    /// Counts one finished run of `seed`.
+    fn add_run(&mut self, seed: u64, report: &RunReport) {
+        self.seeds += 1;
+        self.events += report.stats.events;
+        self.steps += report.stats.steps;
+        self.pct_drawn += u64::from(report.stats.pct_drawn);
+        self.pct_applied += u64::from(report.stats.pct_applied);
+        self.coverage.add(&report.coverage);
+        for expected in &report.expected {
+            let label = expected.invariant.name().to_string();
+            *self.expected.entry(label.clone()).or_insert(0) += 1;
+            self.findings.push(Finding {
+                seed,
+                label,
+                sentence: expected.sentence.clone(),
+                expected: true,
+            });
         }
-        for (label, count) in other.expected {
-            *self.expected.entry(label).or_insert(0) += count;
+        if report.failed() {
+            self.add_failure(seed, &report.outcome);
         }
-        self.coverage.merge(&other.coverage);
-        self.events += other.events;
-        self.steps += other.steps;
-        self.findings.extend(other.findings);
+        // invariant: applied change points never outnumber the drawn ones.
+        debug_assert!(self.pct_applied <= self.pct_drawn);
+    }
+
+    fn add_failure(&mut self, seed: u64, outcome: &Outcome) {
+        let label = outcome.label();
+        *self.failures.entry(label.clone()).or_insert(0) += 1;
+        self.findings.push(Finding {
+            seed,
+            label,
+            sentence: outcome.sentence(),
+            expected: false,
+        });
     }
 }
 
@@ -121,125 +183,223 @@ pub struct Progress {
     pub failed: AtomicU64,
 }
 
-const BLOCK: u64 = 32;
+/// No seed is running in a job slot.
+const IDLE: u64 = u64::MAX;
 
-/// Runs one job: claims blocks of seed indices until the plan is exhausted.
-fn job(
-    campaign: &ScenarioCampaign,
-    next: &AtomicU64,
+/// What the watchdog sees of one job.
+#[derive(Debug, Default)]
+struct JobSlot {
+    /// The seed being run, or [`IDLE`].
+    seed: AtomicU64,
+    /// When it started, in ms since the campaign started.
+    started_ms: AtomicU64,
+    interrupt: Interrupt,
+    /// Given up by the watchdog: the thread must not report anything any more.
+    abandoned: AtomicBool,
+}
+
+/// State shared by the jobs, the watchdog and the caller.
+struct Shared {
+    campaign: ScenarioCampaign,
+    next: AtomicU64,
+    limit: u64,
+    started: Instant,
     deadline: Option<Instant>,
-    progress: &Progress,
-) -> ScenarioSummary {
-    let scenario = Rc::new(campaign.scenario.clone());
-    let factory = worker_factory(&campaign.worker).expect("the worker name was checked");
-    let (start, limit) = match campaign.plan {
-        SeedPlan::Count { start, count } => (start, shard_len(count, campaign.shard)),
-        SeedPlan::Duration { start, .. } => (start, u64::MAX),
-    };
-    let mut summary = ScenarioSummary::default();
-    let base = RunSpec {
-        scenario,
-        worker: campaign.worker.clone(),
-        factory,
-        feed: Feed::Seed(0),
-        strategy: campaign.strategy,
-        keep_events: false,
-        record_choices: false,
-        event_limit: None,
-    };
-    loop {
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        let first = next.fetch_add(BLOCK, Ordering::Relaxed);
-        if first >= limit {
-            break;
-        }
-        for j in first..(first + BLOCK).min(limit) {
-            let seed = shard_seed(start, campaign.shard, j);
-            let report = run(&RunSpec {
-                feed: Feed::Seed(seed),
-                ..base.clone()
-            });
-            summary.seeds += 1;
-            summary.events += report.stats.events;
-            summary.steps += report.stats.steps;
-            summary.coverage.add(&report.coverage);
-            for expected in &report.expected {
-                let label = expected.invariant.name().to_string();
-                *summary.expected.entry(label.clone()).or_insert(0) += 1;
-                summary.findings.push(Finding {
-                    seed,
-                    label,
-                    sentence: expected.sentence.clone(),
-                    expected: true,
-                });
-            }
-            if report.failed() {
-                let label = report.outcome.label();
-                *summary.failures.entry(label.clone()).or_insert(0) += 1;
-                summary.findings.push(Finding {
-                    seed,
-                    label,
-                    sentence: report.outcome.sentence(),
-                    expected: false,
-                });
-                progress.failed.fetch_add(1, Ordering::Relaxed);
-            }
-            progress.done.fetch_add(1, Ordering::Relaxed);
+    summary: Mutex<ScenarioSummary>,
+    progress: Arc<Progress>,
+}
+
+impl Shared {
+    fn elapsed_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+}
+
+impl ScenarioCampaign {
+    /// The worker factory, built on the calling thread.
+    fn build_factory(&self) -> Rc<WorkerFactory> {
+        match &self.factory {
+            Some(source) => (source.0)(),
+            None => worker_factory(&self.worker).expect("the worker name was checked"),
         }
     }
-    summary
+}
+
+/// Runs one job: takes seed indices until the plan is exhausted or the job is abandoned.
+fn job(shared: &Shared, slot: &JobSlot) {
+    leasesim_rt::set_quiet(true);
+    let campaign = &shared.campaign;
+    let scenario = Rc::new(campaign.scenario.clone());
+    let factory = campaign.build_factory();
+    let base = RunSpec {
+        interrupt: Some(slot.interrupt.clone()),
+        ..RunSpec::new(
+            scenario,
+            &campaign.worker,
+            factory,
+            Feed::Seed(0),
+            campaign.strategy,
+        )
+    };
+    // PCT's step estimate, measured here under the watchdog's eye (the same on every job).
+    slot.started_ms
+        .store(shared.elapsed_ms(), Ordering::Relaxed);
+    slot.seed
+        .store(crate::runner::CALIBRATION_SEEDS.start, Ordering::Relaxed);
+    let base = base.calibrated();
+    slot.seed.store(IDLE, Ordering::Relaxed);
+    if slot.abandoned.load(Ordering::Relaxed) {
+        return;
+    }
+    shared
+        .summary
+        .lock()
+        .expect("no job panics holding the lock")
+        .pct_steps = base.pct_steps;
+    loop {
+        if shared.deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let index = shared.next.fetch_add(1, Ordering::Relaxed);
+        if index >= shared.limit {
+            break;
+        }
+        let seed = shard_seed(start_of(campaign.plan), campaign.shard, index);
+        slot.interrupt.clear();
+        slot.started_ms
+            .store(shared.elapsed_ms(), Ordering::Relaxed);
+        slot.seed.store(seed, Ordering::Relaxed);
+        let mut report = run(&RunSpec {
+            feed: Feed::Seed(seed),
+            ..base.clone()
+        });
+        slot.seed.store(IDLE, Ordering::Relaxed);
+        if slot.abandoned.load(Ordering::Relaxed) {
+            // The watchdog already reported this seed and replaced this job.
+            return;
+        }
+        if let Outcome::Hang { limit_ms, .. } = &mut report.outcome {
+            *limit_ms = campaign.seed_timeout_ms;
+        }
+        shared
+            .summary
+            .lock()
+            .expect("no job panics holding the lock")
+            .add_run(seed, &report);
+        if report.failed() {
+            shared.progress.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        shared.progress.done.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn start_of(plan: SeedPlan) -> u64 {
+    match plan {
+        SeedPlan::Count { start, .. } | SeedPlan::Duration { start, .. } => start,
+    }
+}
+
+/// Starts one job thread; it is joined by the caller unless the watchdog abandons it.
+fn spawn_job(shared: &Arc<Shared>, slot: &Arc<JobSlot>) -> std::thread::JoinHandle<()> {
+    let (shared, slot) = (shared.clone(), slot.clone());
+    std::thread::spawn(move || job(&shared, &slot))
+}
+
+/// The watchdog's look at one job: interrupt a seed over its limit; give up on a job that
+/// ignored the interrupt for another limit (stuck inside one poll). Returns true when the
+/// job was abandoned.
+fn watch(shared: &Shared, slot: &JobSlot) -> bool {
+    let seed = slot.seed.load(Ordering::Relaxed);
+    if seed == IDLE {
+        return false;
+    }
+    let limit_ms = shared.campaign.seed_timeout_ms;
+    let running_ms = shared
+        .elapsed_ms()
+        .saturating_sub(slot.started_ms.load(Ordering::Relaxed));
+    if running_ms > limit_ms {
+        slot.interrupt.raise();
+    }
+    if running_ms <= limit_ms.saturating_mul(2) || slot.abandoned.swap(true, Ordering::Relaxed) {
+        return false;
+    }
+    let outcome = Outcome::Hang {
+        limit_ms,
+        at_ms: None,
+    };
+    let mut summary = shared
+        .summary
+        .lock()
+        .expect("no job panics holding the lock");
+    summary.seeds += 1;
+    summary.add_failure(seed, &outcome);
+    shared.progress.failed.fetch_add(1, Ordering::Relaxed);
+    shared.progress.done.fetch_add(1, Ordering::Relaxed);
+    true
 }
 
 /// Runs a campaign over one scenario on `jobs` threads. `tick` is called about ten times a
-/// second from the calling thread while jobs run.
+/// second from the calling thread while jobs run (which also watches them for stuck seeds).
 pub fn run_campaign(
     campaign: &ScenarioCampaign,
-    progress: &Progress,
+    progress: &Arc<Progress>,
     tick: &mut dyn FnMut(),
 ) -> ScenarioSummary {
     assert!(campaign.jobs >= 1, "at least one job");
+    leasesim_rt::capture_panics();
     let started = Instant::now();
-    let deadline = match campaign.plan {
-        SeedPlan::Duration { wall_ms, .. } => Some(started + Duration::from_millis(wall_ms)),
-        SeedPlan::Count { .. } => None,
-    };
-    let next = AtomicU64::new(0);
-    let results = Mutex::new(Vec::new());
-    let caller = std::thread::current();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..campaign.jobs)
-            .map(|_| {
-                scope.spawn(|| {
-                    let summary = job(campaign, &next, deadline, progress);
-                    let ended = Instant::now();
-                    results
-                        .lock()
-                        .expect("no job panics while holding the lock")
-                        .push((summary, ended));
-                    caller.unpark();
-                })
-            })
-            .collect();
-        while handles.iter().any(|h| !h.is_finished()) {
-            tick();
-            std::thread::park_timeout(Duration::from_millis(100));
+    let (limit, deadline) = match campaign.plan {
+        SeedPlan::Count { count, .. } => (shard_len(count, campaign.shard), None),
+        SeedPlan::Duration { wall_ms, .. } => {
+            (u64::MAX, Some(started + Duration::from_millis(wall_ms)))
         }
-    });
-    tick();
-    let mut summary = ScenarioSummary {
-        scenario: campaign.scenario.name.clone(),
-        ..ScenarioSummary::default()
     };
-    let mut last_end = started;
-    for (part, ended) in results.into_inner().expect("jobs are done") {
-        summary.merge(part);
-        last_end = last_end.max(ended);
+    let shared = Arc::new(Shared {
+        campaign: campaign.clone(),
+        next: AtomicU64::new(0),
+        limit,
+        started,
+        deadline,
+        summary: Mutex::new(ScenarioSummary {
+            scenario: campaign.scenario.name.clone(),
+            ..ScenarioSummary::default()
+        }),
+        progress: progress.clone(),
+    });
+    let mut jobs: Vec<(Arc<JobSlot>, std::thread::JoinHandle<()>)> = (0..campaign.jobs)
+        .map(|_| {
+            let slot = Arc::new(JobSlot {
+                seed: AtomicU64::new(IDLE),
+                ..JobSlot::default()
+            });
+            let handle = spawn_job(&shared, &slot);
+            (slot, handle)
+        })
+        .collect();
+    while jobs.iter().any(|(_, handle)| !handle.is_finished()) {
+        tick();
+        std::thread::sleep(Duration::from_millis(100));
+        for (slot, handle) in &mut jobs {
+            if watch(&shared, slot) {
+                // Replace the stuck job; its thread is left behind, never joined.
+                *slot = Arc::new(JobSlot {
+                    seed: AtomicU64::new(IDLE),
+                    ..JobSlot::default()
+                });
+                *handle = spawn_job(&shared, slot);
+            }
+        }
     }
+    tick();
+    for (_, handle) in jobs {
+        handle
+            .join()
+            .expect("a job thread never panics: runs catch their panics");
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    let mut summary = std::mem::take(&mut *shared.summary.lock().expect("jobs are done"));
     summary.findings.sort();
-    // Measured to the last job's end, not to when the progress loop noticed it.
-    summary.wall_s = (last_end - started).as_secs_f64();
+    summary.wall_s = wall_s;
     summary
 }
 

@@ -3,8 +3,17 @@
 //! Terminology:
 //! - *feed*: a seed (ChaCha stream) or a recorded choice sequence (replay, shrinking).
 //! - *outcome*: [`Outcome::Pass`], or the first thing that went wrong: an invariant
-//!   violation, a deadlock, a panic inside a task, or a liveness failure (the liveness
+//!   violation, a deadlock, a panic inside a task, a task that spins at one instant, a run
+//!   stopped by the wall-clock watchdog (hang), or a liveness failure (the liveness
 //!   invariant, or a run that hit its step or time budget).
+//! - *checker set*: the invariants whose checkers may halt the run (every invariant but the
+//!   expected ones), and the expected ones that only observe. A halt ends the event stream,
+//!   so traces and trace hashes depend on the set; it is named in every trace header and
+//!   failure record.
+//! - *PCT step estimate*: PCT spreads its change points over the steps a run is expected to
+//!   take. [`RunSpec::calibrated`] measures it once per scenario and worker: the most steps
+//!   of [`CALIBRATION_SEEDS`] unchecked random runs (the same numbers for a campaign, a replay
+//!   and a shrink, so a PCT seed replays identically).
 //! - *expected violation*: an invariant the scenario declares it breaks on purpose (e.g.
 //!   `fencing-off` expects `stale-token-delete`). It is recorded, but does not halt the run
 //!   or fail it; every other invariant is still checked.
@@ -14,7 +23,10 @@ use std::rc::Rc;
 
 use leasesim_check::{CheckConfig, CheckerSet, Coverage, Invariant, Violation};
 use leasesim_events::Event;
-use leasesim_rt::{Choice, Feed, Flow, RunOutcome, SimConfig, Stamped, Strategy, TaskInfo};
+use leasesim_rt::{
+    Choice, Feed, Flow, Interrupt, RunOutcome, SimConfig, Stamped, Strategy, TaskInfo,
+    pct_steps_from,
+};
 use leasesim_world::{FaultProfile, Scenario, WorkerFactory, simulate};
 
 /// How a run ended.
@@ -31,6 +43,21 @@ pub enum Outcome {
     Panic {
         task: TaskInfo,
         message: String,
+        /// `file:line` of the panic, when the campaign captured it.
+        location: Option<String>,
+    },
+    /// A task was polled over and over at one virtual instant without letting time move.
+    Spin {
+        task: TaskInfo,
+        at_ms: u64,
+        polls: u64,
+    },
+    /// The run was stuck: the wall-clock watchdog stopped it after `limit_ms` of real time, at
+    /// virtual instant `at_ms`; `None` when it never came back to the simulation and its
+    /// thread was given up.
+    Hang {
+        limit_ms: u64,
+        at_ms: Option<u64>,
     },
     /// Something that had to happen did not: the liveness invariant broke, or the run hit
     /// its step or virtual-time budget.
@@ -66,13 +93,16 @@ impl Outcome {
         }
     }
 
-    /// A stable short label: `pass`, the invariant name, `deadlock`, `panic`, `liveness`.
+    /// A stable short label: `pass`, the invariant name, `deadlock`, `panic`, `spin`,
+    /// `hang`, `liveness`.
     pub fn label(&self) -> String {
         match self {
             Outcome::Pass => "pass".into(),
             Outcome::Violation(v) => v.invariant.name().into(),
             Outcome::Deadlock { .. } => "deadlock".into(),
             Outcome::Panic { .. } => "panic".into(),
+            Outcome::Spin { .. } => "spin".into(),
+            Outcome::Hang { .. } => "hang".into(),
             Outcome::Liveness {
                 violation: Some(v), ..
             } => v.invariant.name().into(),
@@ -91,7 +121,29 @@ impl Outcome {
                 let names: Vec<String> = blocked.iter().map(ToString::to_string).collect();
                 format!("deadlock: no task can progress ({})", names.join(", "))
             }
-            Outcome::Panic { task, message } => format!("{task} panicked: {message}"),
+            Outcome::Panic {
+                task,
+                message,
+                location,
+            } => match location {
+                Some(at) => format!("{task} panicked at {at}: {message}"),
+                None => format!("{task} panicked: {message}"),
+            },
+            Outcome::Spin { task, at_ms, polls } => format!(
+                "{task} was polled {polls} times at t={at_ms}ms without letting virtual time \
+                 move (a loop of zero-length sleeps or yields that waits for nothing)"
+            ),
+            Outcome::Hang { limit_ms, at_ms } => {
+                let limit_s = *limit_ms as f64 / 1000.0;
+                let stopped = match at_ms {
+                    Some(at_ms) => format!("stopped by the watchdog at virtual t={at_ms}ms"),
+                    None => "it never returned to the simulation; its thread was given up".into(),
+                };
+                format!(
+                    "the run made no progress for {limit_s:.1} s of real time ({stopped}): a \
+                     task loops inside one poll without awaiting anything"
+                )
+            }
             Outcome::Liveness {
                 violation: Some(v), ..
             } => v.sentence.clone(),
@@ -118,6 +170,56 @@ pub struct RunSpec {
     /// Stop the run once this many events were emitted (shrinking: a candidate that is
     /// already longer than the best counterexample cannot win). `None`: no limit.
     pub event_limit: Option<u64>,
+    /// PCT's step estimate (see the module docs); `None` until [`RunSpec::calibrated`].
+    pub pct_steps: Option<u64>,
+    /// Raised from outside to end a stuck run (the campaign's watchdog).
+    pub interrupt: Option<Interrupt>,
+}
+
+/// Seeds of the unchecked random runs that size PCT's step estimate.
+pub const CALIBRATION_SEEDS: std::ops::Range<u64> = 0..4;
+
+impl RunSpec {
+    /// A spec with the usual defaults: no events kept, no choices recorded, no limit.
+    pub fn new(
+        scenario: Rc<Scenario>,
+        worker: &str,
+        factory: Rc<WorkerFactory>,
+        feed: Feed,
+        strategy: Strategy,
+    ) -> RunSpec {
+        RunSpec {
+            scenario,
+            worker: worker.to_string(),
+            factory,
+            feed,
+            strategy,
+            keep_events: false,
+            record_choices: false,
+            event_limit: None,
+            pct_steps: None,
+            interrupt: None,
+        }
+    }
+
+    /// The same spec with PCT's step estimate measured (a no-op for other strategies, or when
+    /// already measured): the most steps of the [`CALIBRATION_SEEDS`] runs, unchecked, so no
+    /// violation cuts them short.
+    pub fn calibrated(mut self) -> RunSpec {
+        if matches!(self.strategy, Strategy::Pct { .. }) && self.pct_steps.is_none() {
+            let steps = CALIBRATION_SEEDS.map(|seed| {
+                let mut config = SimConfig::seeded(seed).with_recording(false);
+                if let Some(interrupt) = &self.interrupt {
+                    config = config.with_interrupt(interrupt.clone());
+                }
+                simulate(&self.scenario, &self.factory, config, false, None).steps
+            });
+            self.pct_steps = Some(pct_steps_from(steps));
+        }
+        // invariant: a PCT spec leaves here with its estimate.
+        debug_assert!(!matches!(self.strategy, Strategy::Pct { .. }) || self.pct_steps.is_some());
+        self
+    }
 }
 
 /// Counters of one run.
@@ -128,6 +230,9 @@ pub struct RunStats {
     pub events: u64,
     pub end_ms: u64,
     pub trace_hash: u64,
+    /// PCT change points drawn, and reached (0 and 0 for other strategies).
+    pub pct_drawn: u32,
+    pub pct_applied: u32,
 }
 
 /// Everything one run produced.
@@ -159,6 +264,18 @@ pub fn expected_invariants(scenario: &Scenario) -> Vec<Invariant> {
         .iter()
         .filter_map(|(name, _)| Invariant::from_name(name))
         .collect()
+}
+
+/// The checker set of a scenario, in words: how many checkers may halt the run, and which
+/// expected ones only observe (e.g. `15 halting` or `14 halting; observing: stale-token-delete`).
+pub fn checker_set(scenario: &Scenario) -> String {
+    let expected = expected_invariants(scenario);
+    let halting = Invariant::ALL.len() - expected.len();
+    if expected.is_empty() {
+        return format!("{halting} halting (all)");
+    }
+    let names: Vec<&str> = expected.iter().map(|i| i.name()).collect();
+    format!("{halting} halting; observing: {}", names.join(", "))
 }
 
 /// The checker configuration for a scenario.
@@ -225,12 +342,18 @@ pub fn run(spec: &RunSpec) -> RunReport {
         spec.event_limit,
     )));
     let sink = observers.clone();
-    let config = SimConfig {
+    let mut config = SimConfig {
         feed: spec.feed.clone(),
         ..SimConfig::seeded(0)
     }
     .with_strategy(spec.strategy)
     .with_recording(spec.record_choices);
+    if let Some(steps) = spec.pct_steps {
+        config = config.with_pct_steps_estimate(steps);
+    }
+    if let Some(interrupt) = &spec.interrupt {
+        config = config.with_interrupt(interrupt.clone());
+    }
     let world_run = simulate(
         &spec.scenario,
         &spec.factory,
@@ -265,6 +388,8 @@ pub fn run(spec: &RunSpec) -> RunReport {
             events: world_run.events_emitted,
             end_ms: world_run.end_ms,
             trace_hash: world_run.trace_hash,
+            pct_drawn: world_run.pct.drawn,
+            pct_applied: world_run.pct.applied,
         },
         profile: world_run.profile,
         events: world_run.events,
@@ -296,7 +421,20 @@ fn judge(outcome: RunOutcome<()>, observers: &mut Observers, end_ms: u64) -> Out
             }
         }
         RunOutcome::Deadlock { blocked } => Outcome::Deadlock { blocked },
-        RunOutcome::Panic { task, message } => Outcome::Panic { task, message },
+        RunOutcome::Panic {
+            task,
+            message,
+            location,
+        } => Outcome::Panic {
+            task,
+            message,
+            location,
+        },
+        RunOutcome::Spin { task, at_ms, polls } => Outcome::Spin { task, at_ms, polls },
+        RunOutcome::Interrupted { now_ms } => Outcome::Hang {
+            limit_ms: 0,
+            at_ms: Some(now_ms),
+        },
         RunOutcome::StepLimit { steps } => Outcome::Liveness {
             violation: None,
             reason: format!("the run did not finish within its step budget ({steps} steps)"),

@@ -32,6 +32,25 @@ pub struct TraceHeader {
     pub feed: String,
     pub worker: String,
     pub strategy: String,
+    /// The PCT step estimate the run used (PCT only).
+    pub pct_steps: Option<u64>,
+    /// The checker set (see `runner::checker_set`): halting checkers change the stream.
+    pub checkers: String,
+}
+
+impl TraceHeader {
+    /// The header of a run of `spec`, fed by `feed` (`seed 42`, `choices FILE`, ...).
+    pub fn of(spec: &crate::runner::RunSpec, feed: String) -> TraceHeader {
+        TraceHeader {
+            scenario: spec.scenario.name.clone(),
+            source: spec.scenario.source.clone(),
+            feed,
+            worker: spec.worker.clone(),
+            strategy: spec.strategy.to_string(),
+            pct_steps: spec.pct_steps,
+            checkers: crate::runner::checker_set(&spec.scenario),
+        }
+    }
 }
 
 /// A clock value relative to the epoch, signed, in ms.
@@ -301,6 +320,10 @@ pub fn header(head: &TraceHeader, report: &RunReport) -> String {
     let _ = writeln!(out, "feed:     {}", head.feed);
     let _ = writeln!(out, "worker:   {}", head.worker);
     let _ = writeln!(out, "strategy: {}", head.strategy);
+    if let Some(steps) = head.pct_steps {
+        let _ = writeln!(out, "pct:      {steps} steps estimated");
+    }
+    let _ = writeln!(out, "checkers: {}", head.checkers);
     for (index, line) in report.profile.describe().iter().enumerate() {
         let label = if index == 0 { "profile: " } else { "         " };
         let _ = writeln!(out, "{label} {line}");
@@ -324,6 +347,8 @@ pub fn verdict_line(outcome: &Outcome) -> String {
         Outcome::Violation(v) => format!("VIOLATION {}: {}", v.invariant.name(), v.sentence),
         Outcome::Deadlock { .. } => format!("DEADLOCK: {}", outcome.sentence()),
         Outcome::Panic { .. } => format!("PANIC: {}", outcome.sentence()),
+        Outcome::Spin { .. } => format!("SPIN: {}", outcome.sentence()),
+        Outcome::Hang { .. } => format!("HANG: {}", outcome.sentence()),
         Outcome::Liveness { .. } => format!("LIVENESS: {}", outcome.sentence()),
     }
 }

@@ -78,6 +78,8 @@ fn correct_run(scenario: &str, seed: u64) -> leasesim::runner::RunReport {
         keep_events: false,
         record_choices: false,
         event_limit: None,
+        pct_steps: None,
+        interrupt: None,
     };
     run(&spec)
 }
@@ -224,6 +226,8 @@ fn every_scenario_makes_its_named_situation_happen_in_most_seeds() {
                     keep_events: true,
                     record_choices: false,
                     event_limit: None,
+                    pct_steps: None,
+                    interrupt: None,
                 };
                 probe(&run(&spec))
             })

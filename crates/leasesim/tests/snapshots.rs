@@ -38,17 +38,13 @@ fn spec(scenario: &str, worker: &str, seed: u64) -> RunSpec {
         keep_events: true,
         record_choices: false,
         event_limit: None,
+        pct_steps: None,
+        interrupt: None,
     }
 }
 
 fn header(spec: &RunSpec, feed: String) -> TraceHeader {
-    TraceHeader {
-        scenario: spec.scenario.name.clone(),
-        source: spec.scenario.source.clone(),
-        feed,
-        worker: spec.worker.clone(),
-        strategy: spec.strategy.to_string(),
-    }
+    TraceHeader::of(spec, feed)
 }
 
 #[test]

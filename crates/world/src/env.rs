@@ -20,10 +20,12 @@ pub use leasesim_events::EPOCH_MS;
 /// A boxed, non-`Send` task future.
 pub type LocalTask = Pin<Box<dyn Future<Output = ()>>>;
 
-/// A sleep of any env: the simulator's own timer without allocation, or a boxed foreign one.
+/// A sleep of any env: the simulator's own timer without allocation, a boxed foreign one, or
+/// one whose instant had already come (it completes at once, without yielding).
 pub enum EnvSleep {
     Sim(leasesim_rt::Sleep),
     Boxed(LocalTask),
+    Ready,
 }
 
 impl Future for EnvSleep {
@@ -33,6 +35,7 @@ impl Future for EnvSleep {
         match self.get_mut() {
             EnvSleep::Sim(sleep) => Pin::new(sleep).poll(cx),
             EnvSleep::Boxed(sleep) => sleep.as_mut().poll(cx),
+            EnvSleep::Ready => Poll::Ready(()),
         }
     }
 }
@@ -41,8 +44,12 @@ impl Future for EnvSleep {
 pub trait Env {
     /// Virtual ms since the start of the run.
     fn now_ms(&self) -> u64;
-    /// Completes at virtual instant `at_ms`.
+    /// Completes at virtual instant `at_ms`; at once, without yielding, if it has passed. The
+    /// world's own waits (a latency of 0 ms, a stop delay of 0) take no step, as before.
     fn sleep_until(&self, at_ms: u64) -> EnvSleep;
+    /// Lets every other ready task run before this one continues (a worker's zero-length
+    /// sleep: it must not complete inside the poll that asked for it).
+    fn yield_now(&self) -> EnvSleep;
     /// Runs `task` concurrently.
     fn spawn(&self, name: &str, task: LocalTask);
     /// A value in `lo..=hi`, from the run's one choice source.
@@ -91,7 +98,15 @@ impl Env for SimEnv {
     }
 
     fn sleep_until(&self, at_ms: u64) -> EnvSleep {
+        if at_ms <= self.handle.now_ms() {
+            return EnvSleep::Ready;
+        }
         EnvSleep::Sim(self.handle.sleep_until(at_ms))
+    }
+
+    fn yield_now(&self) -> EnvSleep {
+        // A zero-length runtime sleep yields once, then completes.
+        EnvSleep::Sim(self.handle.sleep(0))
     }
 
     fn spawn(&self, name: &str, task: LocalTask) {

@@ -33,7 +33,7 @@ pub use scenario::{Location, Scenario, ScenarioError};
 pub use world::World;
 
 use leasesim_events::Event;
-use leasesim_rt::{Choice, EventLog, Observer, RunOutcome, Sim, SimConfig, Stamped};
+use leasesim_rt::{Choice, EventLog, Observer, PctStats, RunOutcome, Sim, SimConfig, Stamped};
 
 /// Everything one run produced.
 #[derive(Debug)]
@@ -49,6 +49,8 @@ pub struct WorldRun {
     pub events_emitted: u64,
     pub end_ms: u64,
     pub trace_hash: u64,
+    /// PCT change points drawn and reached.
+    pub pct: PctStats,
 }
 
 /// Virtual time a run may take before it is cut off: every phase plus a margin.
@@ -91,6 +93,7 @@ pub fn simulate(
         events_emitted: events.len(),
         end_ms: handle.now_ms(),
         trace_hash: handle.trace_hash(),
+        pct: handle.pct_stats(),
     };
     drop(sim);
     run

@@ -250,7 +250,12 @@ impl Clock for SimClock {
             let env = port.world.env();
             env.emit_for(port.replica, EventKind::TimerSet { duration_ms: ms });
             let state = port.state();
-            env.sleep(state.virtual_span_ms(ms)).await;
+            match state.virtual_span_ms(ms) {
+                // A zero-length sleep still yields: a worker polling `sleep(0)` in a loop lets
+                // the others run, and the executor's instant budget catches it if it spins.
+                0 => env.yield_now().await,
+                span_ms => env.sleep(span_ms).await,
+            }
             state.gate(env).await;
         }
     }

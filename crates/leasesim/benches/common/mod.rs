@@ -100,6 +100,8 @@ pub fn fuzz_spec(scenario: &Rc<Scenario>, factory: &Rc<WorkerFactory>) -> RunSpe
         keep_events: false,
         record_choices: false,
         event_limit: None,
+        pct_steps: None,
+        interrupt: None,
     }
 }
 

@@ -119,6 +119,9 @@ struct FuzzArgs {
     /// Neither replay nor record the failure database.
     #[arg(long)]
     no_failure_db: bool,
+    /// Wall-clock time one seed may take before the watchdog stops it as a hang (e.g. 30s).
+    #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
+    seed_timeout: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -253,10 +256,12 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         let campaign = ScenarioCampaign {
             scenario: scenario.clone(),
             worker: worker.clone(),
+            factory: None,
             strategy,
             plan: seed_plan(&args, scenarios.len(), index),
             shard: args.shard,
             jobs,
+            seed_timeout_ms: args.seed_timeout,
         };
         summaries.push(run_one_campaign(&campaign, interactive));
     }
@@ -283,6 +288,11 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         report::write_junit(path, &summaries, &regressions, &worker)?;
     }
     saved?;
+    if let (Strategy::Pct { .. }, false) = (strategy, args.json) {
+        // Last line of a PCT campaign: how much of its change-point budget took effect.
+        let (applied, drawn) = report::pct_totals(&summaries);
+        println!("pct change points: applied {applied} of {drawn}");
+    }
     Ok(i32::from(failed))
 }
 
@@ -357,17 +367,10 @@ fn replay_regressions(
         if entry.worker != worker || entry.strategy != strategy.to_string() {
             continue;
         }
-        let spec = RunSpec {
-            scenario: Rc::new(scenario.clone()),
-            worker: worker.to_string(),
-            factory: worker_factory(worker).expect("checked"),
-            feed: Feed::Seed(entry.seed),
-            strategy,
-            keep_events: false,
-            record_choices: false,
-            event_limit: None,
-        };
-        let report = run(&spec);
+        let factory = worker_factory(worker).expect("checked");
+        let scenario = Rc::new(scenario.clone());
+        let spec = RunSpec::new(scenario, worker, factory, Feed::Seed(entry.seed), strategy);
+        let report = run(&spec.calibrated());
         out.push(Regression {
             entry: entry.clone(),
             still_fails: report.failed(),
@@ -398,13 +401,14 @@ fn db_entries(
                     seed: f.seed,
                     outcome: f.label.clone(),
                     sentence: f.sentence.clone(),
+                    checkers: Some(leasesim::runner::checker_set(scenario)),
                 })
         })
         .collect()
 }
 
 fn run_one_campaign(campaign: &ScenarioCampaign, interactive: bool) -> ScenarioSummary {
-    let progress = Progress::default();
+    let progress = std::sync::Arc::new(Progress::default());
     let name = campaign.scenario.name.clone();
     let bar = interactive.then(|| {
         let length = match campaign.plan {
@@ -500,37 +504,28 @@ fn print_finding(scenario: &Scenario, finding: &Finding, worker: &str, strategy:
 fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
     let scenario = single_scenario(&args.target.scenario)?;
     let worker = check_worker(&args.target.worker)?;
-    let (feed, feed_text, given) = match (&args.choices, args.seed) {
+    let (feed, feed_text, given, pct_steps) = match (&args.choices, args.seed) {
         (Some(path), _) => {
             let file = choices::read(path)?;
             warn_on_mismatch(path, &file, &scenario, worker, args.target.strategy);
             let given = file.values.len();
-            (
-                Feed::Replay(file.values),
-                format!("choices {path}"),
-                Some(given),
-            )
+            let pct_steps = recorded_pct_steps(path, &file)?;
+            let feed = Feed::Replay(file.values);
+            (feed, format!("choices {path}"), Some(given), pct_steps)
         }
-        (None, Some(seed)) => (Feed::Seed(seed), format!("seed {seed}"), None),
+        (None, Some(seed)) => (Feed::Seed(seed), format!("seed {seed}"), None, None),
         (None, None) => unreachable!("clap requires --seed or --choices"),
     };
-    let head = TraceHeader {
-        scenario: scenario.name.clone(),
-        source: scenario.source.clone(),
-        feed: feed_text,
-        worker: worker.to_string(),
-        strategy: args.target.strategy.to_string(),
-    };
+    let factory = worker_factory(worker)?;
+    let strategy = args.target.strategy;
     let spec = RunSpec {
-        scenario: Rc::new(scenario),
-        worker: worker.to_string(),
-        factory: worker_factory(worker)?,
-        feed,
-        strategy: args.target.strategy,
         keep_events: true,
         record_choices: given.is_some(),
-        event_limit: None,
-    };
+        pct_steps,
+        ..RunSpec::new(Rc::new(scenario), worker, factory, feed, strategy)
+    }
+    .calibrated();
+    let head = TraceHeader::of(&spec, feed_text);
     let report = run(&spec);
     if let Some(given) = given
         && report.choices.len() > given
@@ -555,6 +550,21 @@ fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
     };
     let _ = stdout.write_all(text.as_bytes());
     Ok(i32::from(report.failed()))
+}
+
+/// The PCT step estimate a choices file was recorded with (`# pct-steps: N`), if any: a
+/// replay must spread change points over the same steps the recording did.
+fn recorded_pct_steps(path: &str, file: &choices::ChoiceFile) -> Result<Option<u64>, UsageError> {
+    let Some(text) = file.get("pct-steps") else {
+        return Ok(None);
+    };
+    match text.parse::<u64>() {
+        Ok(steps) if steps > 0 => Ok(Some(steps)),
+        _ => Err(UsageError::File {
+            path: path.to_string(),
+            why: format!("header `pct-steps: {text}` is not a positive whole number"),
+        }),
+    }
 }
 
 /// Warns (on stderr) when a choices file was recorded for another scenario, worker or
@@ -603,16 +613,19 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     let scenario = single_scenario(&args.target.scenario)?;
     let worker = check_worker(&args.target.worker)?;
     let reference = scenario_ref(&scenario);
+    let factory = worker_factory(worker)?;
+    let feed = Feed::Seed(args.seed);
     let spec = RunSpec {
-        scenario: Rc::new(scenario.clone()),
-        worker: worker.to_string(),
-        factory: worker_factory(worker)?,
-        feed: Feed::Seed(args.seed),
-        strategy: args.target.strategy,
-        keep_events: false,
         record_choices: true,
-        event_limit: None,
-    };
+        ..RunSpec::new(
+            Rc::new(scenario.clone()),
+            worker,
+            factory,
+            feed,
+            args.target.strategy,
+        )
+    }
+    .calibrated();
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!(
             ".leasesim/shrunk/{}-{worker}-{}.choices",
@@ -629,21 +642,20 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
         return Ok(0);
     };
     let elapsed = started.elapsed().as_secs_f64();
-    let head = TraceHeader {
-        scenario: scenario.name.clone(),
-        source: scenario.source.clone(),
-        feed: format!("choices {} (shrunk from seed {})", out.display(), args.seed),
-        worker: worker.to_string(),
-        strategy: args.target.strategy.to_string(),
-    };
+    let feed = format!("choices {} (shrunk from seed {})", out.display(), args.seed);
+    let head = TraceHeader::of(&spec, feed);
     print!("{}", trace::render(&head, &shrunk.report));
-    let header = vec![
+    let mut header = vec![
         format!("scenario: {reference}"),
         format!("worker: {worker}"),
         format!("strategy: {}", args.target.strategy),
         format!("shrunk from seed {}", args.seed),
+        format!("checkers: {}", head.checkers),
         format!("verdict: {}", trace::verdict_line(&shrunk.report.outcome)),
     ];
+    if let Some(steps) = spec.pct_steps {
+        header.push(format!("pct-steps: {steps}"));
+    }
     let text = choices::render(&header, &shrunk.report.choices);
     // The directory exists: prepare_output made it.
     std::fs::write(&out, text).map_err(|err| UsageError::File {

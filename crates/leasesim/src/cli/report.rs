@@ -88,6 +88,13 @@ pub fn coverage_lines(summaries: &[ScenarioSummary]) -> String {
     out
 }
 
+/// PCT change points applied and drawn over the whole campaign.
+pub fn pct_totals(summaries: &[ScenarioSummary]) -> (u64, u64) {
+    let applied = summaries.iter().map(|s| s.pct_applied).sum();
+    let drawn = summaries.iter().map(|s| s.pct_drawn).sum();
+    (applied, drawn)
+}
+
 /// The campaign as one JSON document.
 pub fn json_summary(
     summaries: &[ScenarioSummary],
@@ -98,7 +105,8 @@ pub fn json_summary(
 ) -> String {
     let scenario_values: Vec<serde_json::Value> = summaries
         .iter()
-        .map(|s| {
+        .zip(scenarios)
+        .map(|(s, scenario)| {
             let coverage: serde_json::Map<String, serde_json::Value> = Situation::ALL
                 .iter()
                 .map(|&sit| (sit.name().to_string(), s.coverage.count(sit).into()))
@@ -112,6 +120,9 @@ pub fn json_summary(
                 "coverage": coverage,
                 "events": s.events,
                 "seeds_per_s": s.seeds_per_s(),
+                "checkers": leasesim::runner::checker_set(scenario),
+                "pct_steps_estimate": s.pct_steps,
+                "pct_change_points": {"applied": s.pct_applied, "drawn": s.pct_drawn},
             })
         })
         .collect();
@@ -145,9 +156,11 @@ pub fn json_summary(
             })
         })
         .collect();
+    let (applied, drawn) = pct_totals(summaries);
     let document = serde_json::json!({
         "worker": worker,
         "strategy": strategy.to_string(),
+        "pct_change_points": {"applied": applied, "drawn": drawn},
         "scenarios": scenario_values,
         "findings": findings,
         "regressions": regression_values,
