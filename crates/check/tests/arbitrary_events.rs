@@ -1,19 +1,31 @@
-//! Checkers fed arbitrary event streams: they never panic, their reports are well formed, and
-//! a `CheckerSet` reports exactly the first violation its checkers would report one by one.
+//! Checkers fed arbitrary event streams: they never panic, their reports are well formed, a
+//! `CheckerSet` reports exactly the first violation its checkers would report one by one, and
+//! `Coverage` reaches exactly the situations a naive reference finds in the stream.
 //!
 //! Terminology:
 //! - *stream*: a random sequence over a small vocabulary (3 replicas, 8 call ids, 6 tokens),
 //!   so that calls, answers and terms collide often.
 //! - *first verdict*: the violation with the lowest event seq, ties broken by the contract's
 //!   order of invariants; a violation found by `finish` comes after every event.
+//! - *reference*: `reference_situations`, written from each situation's one-line description
+//!   and nothing else: for every event it looks back over the whole stream for what it needs
+//!   (quadratic, no state carried between events), where `Coverage` keeps running state.
+//! - *open call*: a call a replica sent earlier whose answer it has not received since, and
+//!   that no restart of that replica has forgotten.
 
-use leasesim_check::{CheckConfig, CheckerSet, Coverage, Invariant, Violation, checker_for};
+use std::collections::BTreeSet;
+
+use leasesim_check::{
+    CheckConfig, CheckerSet, Coverage, Invariant, Situation, Violation, checker_for,
+};
 use leasesim_events::{
     Answer, Applied, EndKind, Event, EventKind, Failure, LeaseView, OpKind, Phase, ReplicaId,
     Request,
 };
 use leasesim_rt::{Flow, Stamped};
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
 
 fn config() -> CheckConfig {
     CheckConfig {
@@ -86,11 +98,19 @@ fn kind() -> impl Strategy<Value = EventKind> {
         Phase::Shutdown,
         Phase::End,
     ]);
-    let ended = |term| EventKind::TermEnded {
-        term,
-        end: EndKind::Stopped,
-        rows: 0,
-    };
+    let end = prop::sample::select(vec![
+        EndKind::StoppedBeforeStart,
+        EndKind::NotLeader,
+        EndKind::CapReached,
+        EndKind::Drained,
+        EndKind::LostByNone,
+        EndKind::LostByError,
+        EndKind::Stopped,
+        EndKind::FailedAcquire,
+        EndKind::FailedDelete,
+        EndKind::AlreadyRunning,
+    ]);
+    let ended = |(term, end)| EventKind::TermEnded { term, end, rows: 0 };
     let backlog = |remaining| EventKind::Backlog {
         eligible_before_ms: 100,
         remaining,
@@ -98,7 +118,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
     prop_oneof![
         1 => phase.prop_map(EventKind::Phase),
         1 => (1u32..4).prop_map(|term| EventKind::TermStarted { term }),
-        1 => (1u32..4).prop_map(ended),
+        1 => (1u32..4, end).prop_map(ended),
         4 => (call.clone(), request())
             .prop_map(|(call, request)| EventKind::Call { call, request }),
         1 => (call.clone(), op()).prop_map(|(call, op)| EventKind::Rejected { call, op }),
@@ -193,6 +213,129 @@ proptest! {
         }
         let verdict = set.finish(end_ms).cloned();
         prop_assert_eq!(verdict, first.map(|(_, violation)| violation));
-        prop_assert!(coverage.reached().len() <= 10);
     }
+
+    #[test]
+    fn coverage_reaches_exactly_the_situations_the_reference_finds(events in stream()) {
+        let mut coverage = Coverage::new();
+        events.iter().for_each(|event| coverage.on_event(event));
+        let reached: BTreeSet<Situation> = coverage.reached().iter().collect();
+        prop_assert_eq!(reached, reference_situations(&events));
+    }
+}
+
+/// The ops of the calls `replica` has open just before `events[index]` (see *open call*).
+fn open_ops(events: &[Stamped<Event>], index: usize, replica: ReplicaId) -> Vec<OpKind> {
+    let before = &events[..index];
+    let closes = |event: &Stamped<Event>, call: u64| match event.event.kind {
+        EventKind::Answered { call: answered, .. } => answered == call,
+        EventKind::Restarted => true,
+        _ => false,
+    };
+    before
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| event.event.replica == Some(replica))
+        .filter_map(|(sent_at, event)| match event.event.kind {
+            EventKind::Call { call, request } => Some((sent_at, call, request.op())),
+            _ => None,
+        })
+        .filter(|&(sent_at, call, _)| {
+            !before[sent_at + 1..]
+                .iter()
+                .any(|later| later.event.replica == Some(replica) && closes(later, call))
+        })
+        .map(|(_, _, op)| op)
+        .collect()
+}
+
+/// Which situation a stop lands in while a call of `op` is open.
+fn stop_during(op: OpKind) -> Option<Situation> {
+    match op {
+        OpKind::Acquire => Some(Situation::StopDuringAcquire),
+        OpKind::Delete => Some(Situation::StopDuringDelete),
+        OpKind::Renew => Some(Situation::StopDuringRenew),
+        OpKind::Release => None,
+    }
+}
+
+/// The situations `events` reach, read off the situations' descriptions: the service's own
+/// acts (`Applied`, lost replies) and term ends count whoever they belong to; answers and
+/// stops count for the replica they happen to.
+fn reference_situations(events: &[Stamped<Event>]) -> BTreeSet<Situation> {
+    let mut reached = BTreeSet::new();
+    for (index, event) in events.iter().enumerate() {
+        let open = || {
+            event
+                .event
+                .replica
+                .map_or_else(Vec::new, |r| open_ops(events, index, r))
+        };
+        match event.event.kind {
+            EventKind::Applied { applied, .. } => reached.extend(match applied {
+                Applied::DeleteRefused { .. } => Some(Situation::StoreRejectedStale),
+                Applied::Granted {
+                    replaced: Some(_), ..
+                } => Some(Situation::RivalTookOverExpired),
+                Applied::FreedNothing => Some(Situation::ReleaseFreedNothing),
+                _ => None,
+            }),
+            EventKind::ReplyLost { .. } => {
+                reached.insert(Situation::ReplyLostAfterApply);
+            }
+            EventKind::TermEnded {
+                end: EndKind::CapReached,
+                ..
+            } => {
+                reached.insert(Situation::CapReached);
+            }
+            EventKind::Answered {
+                op: OpKind::Renew,
+                answer,
+                ..
+            } => {
+                if open().contains(&OpKind::Delete) {
+                    reached.insert(Situation::RenewReplyDuringDelete);
+                }
+                if answer == Answer::Lease(None) && event.event.replica.is_some() {
+                    reached.insert(Situation::LeadershipLostByNone);
+                }
+            }
+            EventKind::StopCalled => reached.extend(open().into_iter().filter_map(stop_during)),
+            _ => {}
+        }
+    }
+    reached
+}
+
+/// The comparison above is only worth something if streams reach situations: over a fixed
+/// sample of streams, every situation is reached by a fair share of them, and some streams
+/// reach none (so neither side can pass by answering "everything" or "nothing").
+#[test]
+fn generated_streams_reach_every_situation_often() {
+    const STREAMS: usize = 1_000;
+    let mut runner = TestRunner::deterministic();
+    let mut counts = [0usize; Situation::COUNT];
+    let mut reached_none = 0;
+    for _ in 0..STREAMS {
+        let events = stream().new_tree(&mut runner).expect("a stream").current();
+        let reached = reference_situations(&events);
+        reached_none += usize::from(reached.is_empty());
+        for situation in reached {
+            counts[situation as usize] += 1;
+        }
+    }
+    for situation in Situation::ALL {
+        let share_pct = counts[situation as usize] * 100 / STREAMS;
+        println!("{situation}: reached by {share_pct}% of {STREAMS} streams");
+        assert!(
+            share_pct >= 10,
+            "only {share_pct}% of streams reach {situation}: the comparison barely tests it"
+        );
+    }
+    println!("no situation: {reached_none} of {STREAMS} streams");
+    assert!(
+        reached_none * 100 >= STREAMS,
+        "only {reached_none} of {STREAMS} streams reach no situation"
+    );
 }

@@ -1110,7 +1110,20 @@ fn fuzz_json_marks_a_scenarios_expected_violation_as_expected() {
     assert_eq!(out.code, 0, "{}", out.dump());
     let document = json(&out);
     assert_eq!(document["scenarios"][0]["failing"], 0);
-    for finding in document["findings"].as_array().expect("findings") {
+    let findings = document["findings"].as_array().expect("findings");
+    // Without this the loop below holds for a document that drops expected violations.
+    assert!(
+        !findings.is_empty(),
+        "fencing-off's expected stale-token-delete is missing from the findings:\n{}",
+        out.dump()
+    );
+    assert_eq!(
+        document["scenarios"][0]["expected"]["stale-token-delete"],
+        findings.len(),
+        "{}",
+        out.dump()
+    );
+    for finding in findings {
         assert_eq!(finding["expected"], true, "{finding}");
         assert_eq!(finding["outcome"], "stale-token-delete", "{finding}");
     }
