@@ -171,3 +171,29 @@ fn change_points_past_the_end_are_drawn_but_not_applied() {
     let kinds: Vec<ChoiceKind> = sim.recorded_choices().iter().map(|c| c.kind).collect();
     assert_eq!(kinds, [ChoiceKind::ChangePoint; 3]);
 }
+
+#[test]
+fn change_points_sharing_a_step_demote_the_lone_task_twice_without_panicking() {
+    // Replayed (edited) choices can put every change point on one step; with a lone task
+    // ready, each of them demotes that same task.
+    let mut sim = Sim::new(
+        SimConfig::replay(vec![0, 0, 0, 5, 9])
+            .with_strategy(Strategy::Pct { depth: 4 })
+            .with_pct_steps_estimate(10),
+    );
+    let handle = sim.handle();
+    let h = handle.clone();
+    let outcome = sim.block_on(async move {
+        for _ in 0..3 {
+            h.yield_now().await;
+        }
+    });
+    assert!(outcome.is_completed());
+    assert_eq!(
+        handle.pct_stats(),
+        leasesim_rt::PctStats {
+            drawn: 3,
+            applied: 3
+        }
+    );
+}
