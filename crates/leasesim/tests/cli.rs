@@ -896,6 +896,52 @@ fn unreadable_and_malformed_choices_files_are_refused_with_their_location() {
 }
 
 #[test]
+fn malformed_scenario_overrides_in_a_choices_file_are_refused_with_their_location() {
+    let dir = tempdir();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "key.choices",
+        "# leasesim choices v2\n# set replicas = 1\n#  set  faults.paus.probability = 0\n",
+    );
+    write(
+        "value.choices",
+        "# leasesim choices v2\n# set replicas = some\n",
+    );
+    write(
+        "range.choices",
+        "# leasesim choices v2\n# set replicas = 65\n",
+    );
+    write("version.choices", "# leasesim choices v9\nschedule 0/1\n");
+    for (file, expected) in [
+        (
+            "key.choices",
+            [
+                "key.choices:3:9",
+                "unknown override key `faults.paus.probability`",
+            ],
+        ),
+        (
+            "value.choices",
+            ["value.choices:2:18", "`some` is not a whole number"],
+        ),
+        (
+            "range.choices",
+            ["range.choices:2:7", "replicas must be 1..=64, got 65"],
+        ),
+        (
+            "version.choices",
+            ["version.choices:1:3", "unknown choices format version `v9`"],
+        ),
+    ] {
+        assert_refused(
+            dir.path(),
+            &["replay", "--scenario", "steady", "--choices", file],
+            &expected,
+        );
+    }
+}
+
+#[test]
 fn a_malformed_scenario_file_is_refused_with_file_line_and_column() {
     let dir = tempdir();
     let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
