@@ -21,7 +21,6 @@ use leasesim::faildb::{self, Entry, FailureDb};
 use leasesim::fuzz::{
     Finding, Progress, ScenarioCampaign, ScenarioSummary, SeedPlan, run_campaign,
 };
-use leasesim::overrides::Overrides;
 use leasesim::runner::{RunSpec, run};
 use leasesim::shrink::{Shrunk, shrink};
 use leasesim::trace::{self, TraceHeader};
@@ -660,7 +659,7 @@ fn save_shrunk(
     header: &[String],
     shrunk: &Shrunk,
 ) -> Result<(), UsageError> {
-    let text = choices::render(header, &Overrides::default(), &shrunk.report.choices);
+    let text = choices::render(header, &shrunk.overrides, &shrunk.report.choices);
     // The directory exists: prepare_output made it.
     std::fs::write(out, text).map_err(|err| UsageError::File {
         path: out.display().to_string(),
@@ -702,7 +701,10 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     };
     let elapsed = started.elapsed().as_secs_f64();
     let feed = format!("choices {} (shrunk from seed {})", out.display(), args.seed);
-    let head = TraceHeader::of(&spec, feed);
+    let head = TraceHeader {
+        overrides: shrunk.overrides.lines(),
+        ..TraceHeader::of(&spec, feed)
+    };
     print!("{}", trace::render(&head, &shrunk.report));
     let mut header = vec![
         format!("scenario: {reference}"),
@@ -720,6 +722,12 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
         "shrunk: {} events -> {} events in {elapsed:.2} s ({} candidate runs)",
         shrunk.original_events, shrunk.report.stats.events, shrunk.candidates
     );
+    if !shrunk.overrides.is_empty() {
+        println!(
+            "scenario changed: {} (saved with the choices)",
+            shrunk.overrides.lines().join(", ")
+        );
+    }
     println!("choices saved to {}", out.display());
     let mut replay = format!(
         "leasesim replay --scenario {reference} --worker {worker} --choices {}",
