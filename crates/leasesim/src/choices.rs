@@ -1,21 +1,35 @@
 //! Choice files: a recorded choice sequence that `replay --choices` takes.
 //!
-//! Format: UTF-8 text, one choice a line, `KIND VALUE/MAX` (e.g. `schedule 1/2`), or just
-//! `VALUE`. Lines starting with `#` are comments (the writer puts the scenario, worker,
-//! strategy and verdict there). Replay uses the values only; kinds and bounds are for
-//! reading.
+//! Format (v2): UTF-8 text, one choice a line, `KIND VALUE/MAX` (e.g. `schedule 1/2`), or just
+//! `VALUE`. Lines starting with `#` are comments (the writer puts the format version, the
+//! scenario, worker, strategy and verdict there), except `# set KEY = VALUE`: a scenario
+//! override (see [`crate::overrides`]) that replay applies to the scenario before the run, so
+//! a shrink that changed the scenario replays from its file alone. Replay uses the values and
+//! the overrides only; kinds and bounds are for reading.
+//!
+//! v1 files (no overrides; written before shrinking could change a scenario) load unchanged.
+//! A version line other than v1 or v2, or an override that does not parse, is an error naming
+//! `file:line:column`.
 
 use std::fmt::Write as _;
 
 use leasesim_rt::{Choice, ChoiceKind};
+use leasesim_world::Scenario;
 
 use crate::error::UsageError;
+use crate::overrides::{self, Key, Overrides};
 
-/// Renders choices with a comment header.
-pub fn render(header: &[String], choices: &[Choice]) -> String {
-    let mut out = String::from("# leasesim choices v1\n");
+/// The format version this module writes.
+pub const VERSION: u32 = 2;
+
+/// Renders choices with a comment header and the scenario overrides they need.
+pub fn render(header: &[String], overrides: &Overrides, choices: &[Choice]) -> String {
+    let mut out = format!("# leasesim choices v{VERSION}\n");
     for line in header {
         let _ = writeln!(out, "# {line}");
+    }
+    for line in overrides.lines() {
+        let _ = writeln!(out, "# set {line}");
     }
     for choice in choices {
         let _ = writeln!(
@@ -29,12 +43,16 @@ pub fn render(header: &[String], choices: &[Choice]) -> String {
     out
 }
 
-/// A choice file: the values, and what its header says it was recorded for.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// A choice file: the values, the overrides, and what its header says it was recorded for.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ChoiceFile {
     pub values: Vec<u64>,
     /// `key: value` pairs of the `#` header (scenario, worker, strategy, ...).
     pub header: Vec<(String, String)>,
+    /// The `# set` lines.
+    pub overrides: Overrides,
+    /// Where each override was written (`file:line:column` of its key).
+    pub override_at: Vec<(Key, String)>,
 }
 
 impl ChoiceFile {
@@ -44,6 +62,20 @@ impl ChoiceFile {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// `scenario` with this file's overrides applied; an override that makes it invalid is
+    /// an error at that override's line.
+    pub fn apply(&self, scenario: &Scenario) -> Result<Scenario, UsageError> {
+        self.overrides.apply(scenario).map_err(|(key, why)| {
+            let path = self
+                .override_at
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, at)| at.clone())
+                .unwrap_or_default();
+            UsageError::File { path, why }
+        })
     }
 }
 
@@ -55,51 +87,94 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<u64>, UsageError> {
 /// Parses a choice file with its header; errors name `file:line:column`.
 pub fn parse_file(path: &str, text: &str) -> Result<ChoiceFile, UsageError> {
     let mut file = ChoiceFile::default();
-    let values = &mut file.values;
     for (number, raw) in text.lines().enumerate() {
         let line = raw.trim();
+        let column = raw.len() - raw.trim_start().len() + 1;
+        let at = |offset: usize| format!("{path}:{}:{}", number + 1, column + offset);
+        let bad = |offset: usize, why: String| UsageError::File {
+            path: at(offset),
+            why,
+        };
         if let Some(comment) = line.strip_prefix('#') {
-            if let Some((key, value)) = comment.split_once(':') {
-                file.header
-                    .push((key.trim().to_string(), value.trim().to_string()));
-            }
+            comment_line(&mut file, comment, line.len() - comment.len(), &at, &bad)?;
             continue;
         }
         if line.is_empty() {
             continue;
         }
-        let column = raw.len() - raw.trim_start().len() + 1;
-        let bad = |why: String| UsageError::File {
-            path: format!("{path}:{}:{column}", number + 1),
-            why,
-        };
-        let (kind, value) = match line.split_once(char::is_whitespace) {
-            Some((kind, value)) => (Some(kind), value.trim()),
-            None => (None, line),
-        };
-        if let Some(kind) = kind
-            && ChoiceKind::from_name(kind).is_none()
-        {
-            return Err(bad(format!("unknown choice kind `{kind}`")));
-        }
-        let (value, max) = match value.split_once('/') {
-            Some((value, max)) => (value, Some(max)),
-            None => (value, None),
-        };
-        let value: u64 = value
-            .parse()
-            .map_err(|_| bad(format!("`{value}` is not a choice value")))?;
-        if let Some(max) = max {
-            let max: u64 = max
-                .parse()
-                .map_err(|_| bad(format!("`{max}` is not a bound")))?;
-            if value > max {
-                return Err(bad(format!("value {value} exceeds its bound {max}")));
-            }
-        }
-        values.push(value);
+        file.values
+            .push(choice_line(line).map_err(|why| bad(0, why))?);
     }
     Ok(file)
+}
+
+/// One `#` line: the version, an override, or a `key: value` comment. `offset` is where
+/// `comment` starts within the trimmed line.
+fn comment_line(
+    file: &mut ChoiceFile,
+    comment: &str,
+    offset: usize,
+    at: &dyn Fn(usize) -> String,
+    bad: &dyn Fn(usize, String) -> UsageError,
+) -> Result<(), UsageError> {
+    let body = comment.trim_start();
+    let body_offset = offset + comment.len() - body.len();
+    if let Some(version) = body.strip_prefix("leasesim choices v") {
+        return match version.trim() {
+            "1" | "2" => Ok(()),
+            other => Err(bad(
+                body_offset,
+                format!("unknown choices format version `v{other}` (this build reads v1 and v2)"),
+            )),
+        };
+    }
+    if let Some(rest) = body.strip_prefix("set")
+        && rest.starts_with(char::is_whitespace)
+    {
+        let rest_offset = body_offset + 3;
+        let parsed =
+            overrides::parse(rest).map_err(|err| bad(rest_offset + err.column, err.why))?;
+        if file.overrides.get(parsed.key).is_some() {
+            let why = format!("`{}` is set twice", parsed.key.name());
+            return Err(bad(body_offset, why));
+        }
+        let key_offset = rest_offset + rest.len() - rest.trim_start().len();
+        file.overrides.set(parsed.key, parsed.value);
+        file.override_at.push((parsed.key, at(key_offset)));
+        return Ok(());
+    }
+    if let Some((key, value)) = body.split_once(':') {
+        file.header
+            .push((key.trim().to_string(), value.trim().to_string()));
+    }
+    Ok(())
+}
+
+/// One choice line: `KIND VALUE/MAX`, `VALUE/MAX` or `VALUE`.
+fn choice_line(line: &str) -> Result<u64, String> {
+    let (kind, value) = match line.split_once(char::is_whitespace) {
+        Some((kind, value)) => (Some(kind), value.trim()),
+        None => (None, line),
+    };
+    if let Some(kind) = kind
+        && ChoiceKind::from_name(kind).is_none()
+    {
+        return Err(format!("unknown choice kind `{kind}`"));
+    }
+    let (value, max) = match value.split_once('/') {
+        Some((value, max)) => (value, Some(max)),
+        None => (value, None),
+    };
+    let value: u64 = value
+        .parse()
+        .map_err(|_| format!("`{value}` is not a choice value"))?;
+    if let Some(max) = max {
+        let max: u64 = max.parse().map_err(|_| format!("`{max}` is not a bound"))?;
+        if value > max {
+            return Err(format!("value {value} exceeds its bound {max}"));
+        }
+    }
+    Ok(value)
 }
 
 /// Reads a choice file.
@@ -129,7 +204,15 @@ mod tests {
                 max: 1,
             },
         ];
-        let text = render(&["scenario: steady".into()], &choices);
+        let text = render(
+            &["scenario: steady".into()],
+            &Overrides::default(),
+            &choices,
+        );
+        assert!(
+            text.starts_with("# leasesim choices v2\n# scenario: steady\n"),
+            "{text}"
+        );
         assert_eq!(parse("f", &text).unwrap(), vec![1, 0]);
         assert_eq!(parse("f", "# c\n7\n\n  3\n").unwrap(), vec![7, 3]);
     }
@@ -144,6 +227,67 @@ mod tests {
         assert!(
             err.starts_with("c.txt:1:1: `x` is not a choice value"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn overrides_round_trip_and_v1_files_still_load() {
+        let mut set = Overrides::default();
+        set.set(Key::PauseProbability, overrides::Value::Probability(0.0));
+        set.set(Key::Replicas, overrides::Value::Count(1));
+        let text = render(&["worker: naive".into()], &set, &[]);
+        assert_eq!(
+            text,
+            "# leasesim choices v2\n# worker: naive\n# set replicas = 1\n\
+             # set faults.pause.probability = 0\n"
+        );
+        let file = parse_file("f", &text).unwrap();
+        assert_eq!(file.overrides, set);
+        assert_eq!(file.get("worker"), Some("naive"));
+        assert_eq!(file.override_at[0], (Key::Replicas, "f:3:7".to_string()));
+
+        let v1 = "# leasesim choices v1\n# scenario: steady\n# verdict: x: y\nschedule 1/2\n";
+        let file = parse_file("old", v1).unwrap();
+        assert_eq!(file.values, vec![1]);
+        assert!(file.overrides.is_empty());
+    }
+
+    #[test]
+    fn bad_override_lines_name_the_line_and_column() {
+        let err = |text: &str| parse_file("c.txt", text).unwrap_err().to_string();
+        assert_eq!(
+            err("# leasesim choices v2\n# set replicas = many\n"),
+            "c.txt:2:18: replicas: `many` is not a whole number"
+        );
+        assert!(
+            err("  #  set  replics = 1\n")
+                .starts_with("c.txt:1:11: unknown override key `replics`"),
+            "{}",
+            err("  #  set  replics = 1\n")
+        );
+        assert_eq!(
+            err("# set drain\n"),
+            "c.txt:1:6: `drain` is not `KEY = VALUE`"
+        );
+        assert_eq!(
+            err("# set replicas = 1\n# set replicas = 2\n"),
+            "c.txt:2:3: `replicas` is set twice"
+        );
+        assert_eq!(
+            err("# leasesim choices v3\n"),
+            "c.txt:1:3: unknown choices format version `v3` (this build reads v1 and v2)"
+        );
+        // A comment that merely starts with "set" is a comment.
+        assert!(parse_file("c.txt", "# settings: none\n").is_ok());
+    }
+
+    #[test]
+    fn an_override_that_breaks_the_scenario_is_refused_at_its_line() {
+        let scenario = crate::catalog::builtin("steady").unwrap().unwrap();
+        let file = parse_file("c.txt", "# leasesim choices v2\n# set replicas = 99\n").unwrap();
+        assert_eq!(
+            file.apply(&scenario).unwrap_err().to_string(),
+            "c.txt:2:7: replicas must be 1..=64, got 99"
         );
     }
 }

@@ -23,6 +23,7 @@ pub mod detect;
 pub mod error;
 pub mod faildb;
 pub mod fuzz;
+pub mod overrides;
 pub mod runner;
 pub mod shrink;
 pub mod timeline;

@@ -1,8 +1,8 @@
 //! Traces reviewers read: one event a line, byte-stable.
 //!
 //! Terminology:
-//! - *header*: scenario, feed (seed or choices file), worker, strategy, the fault profile
-//!   the run drew, and the verdict.
+//! - *header*: scenario, feed (seed or choices file), worker, strategy, the scenario
+//!   overrides of a shrunk run (`set:`), the fault profile the run drew, and the verdict.
 //! - *line*: virtual time (fixed width), replica, operation, arguments, outcome. Call ids
 //!   (`#12`) tie a request to its apply and its answer.
 //! - *clock values* (clock reads, cutoffs, lease expiries, row creation times) are shown
@@ -36,6 +36,9 @@ pub struct TraceHeader {
     pub pct_steps: Option<u64>,
     /// The checker set (see `runner::checker_set`): halting checkers change the stream.
     pub checkers: String,
+    /// Scenario overrides the run used (`KEY = VALUE`, from a shrink's choices file); none
+    /// for a plain scenario, and then the header has no `set:` line.
+    pub overrides: Vec<String>,
 }
 
 impl TraceHeader {
@@ -49,6 +52,7 @@ impl TraceHeader {
             strategy: spec.strategy.to_string(),
             pct_steps: spec.pct_steps,
             checkers: crate::runner::checker_set(&spec.scenario),
+            overrides: Vec::new(),
         }
     }
 }
@@ -324,6 +328,10 @@ pub fn header(head: &TraceHeader, report: &RunReport) -> String {
         let _ = writeln!(out, "pct:      {steps} steps estimated");
     }
     let _ = writeln!(out, "checkers: {}", head.checkers);
+    for (index, line) in head.overrides.iter().enumerate() {
+        let label = if index == 0 { "set:     " } else { "         " };
+        let _ = writeln!(out, "{label} {line}");
+    }
     for (index, line) in report.profile.describe().iter().enumerate() {
         let label = if index == 0 { "profile: " } else { "         " };
         let _ = writeln!(out, "{label} {line}");

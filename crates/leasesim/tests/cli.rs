@@ -419,11 +419,37 @@ fn final_verdict(trace: &str) -> &str {
         .unwrap_or_else(|| panic!("no final verdict in\n{trace}"))
 }
 
-/// Shrinks a failing seed (default budget), replays the saved choices, returns (N, M).
-fn shrink_and_replay(worker: &str, scenario: &str, seed: &str) -> (u64, u64) {
-    let dir = tempdir();
+/// The event lines of a printed trace: from the first blank line to the `N events;` line.
+fn trace_body(stdout: &str) -> &str {
+    let start = stdout.find("\n\n").expect("a header, then a blank line") + 2;
+    let end = stdout.find(" events; verdict: ").expect("a final verdict");
+    &stdout[start..end]
+}
+
+/// The `set:` block of a trace header: the overrides, one per line.
+fn header_overrides(stdout: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in stdout.lines().take_while(|l| !l.is_empty()) {
+        match (line.strip_prefix("set:      "), found.is_empty()) {
+            (Some(first), true) => found.push(first.to_string()),
+            (None, false) if line.starts_with("          ") => found.push(line.trim().to_string()),
+            _ if !found.is_empty() => break,
+            _ => {}
+        }
+    }
+    found
+}
+
+/// A shrink: its stdout and the choices file it saved.
+struct Shrink {
+    stdout: String,
+    saved: String,
+}
+
+/// Shrinks a failing seed (default budget) into `dir/min.choices`.
+fn shrink_into(dir: &Path, worker: &str, scenario: &str, seed: &str) -> Shrink {
     let out = leasesim(
-        dir.path(),
+        dir,
         &[
             "shrink",
             "--worker",
@@ -437,23 +463,39 @@ fn shrink_and_replay(worker: &str, scenario: &str, seed: &str) -> (u64, u64) {
         ],
     );
     assert_eq!(out.code, 1, "{}", out.dump());
-    let (original, shrunk) = shrunk_counts(&out.stdout);
+    let saved = std::fs::read_to_string(dir.join("min.choices")).expect("--out was saved");
+    Shrink {
+        stdout: out.stdout,
+        saved,
+    }
+}
+
+/// Shrinks a failing seed (default budget), replays the saved choices from the file alone
+/// (the printed replay line names no override), checks the replay shows the same verdict,
+/// the same events and the file's overrides, and returns (N, M, the overrides).
+fn shrink_and_replay(worker: &str, scenario: &str, seed: &str) -> (u64, u64, Vec<String>) {
+    let dir = tempdir();
+    let Shrink { stdout, saved } = shrink_into(dir.path(), worker, scenario, seed);
+    let (original, shrunk) = shrunk_counts(&stdout);
     println!("shrink {worker} on {scenario} seed {seed}: {original} events -> {shrunk} events");
     assert!(
         shrunk <= original,
         "shrinking grew the trace: {original} -> {shrunk}"
     );
-    let verdict = final_verdict(&out.stdout).to_string();
-    assert!(verdict.starts_with("VIOLATION "), "{}", out.dump());
-
-    let saved = std::fs::read_to_string(dir.path().join("min.choices")).expect("--out was saved");
+    let verdict = final_verdict(&stdout).to_string();
+    assert!(verdict.starts_with("VIOLATION "), "{stdout}");
+    assert!(saved.starts_with("# leasesim choices v2\n"), "{saved}");
     assert!(saved.contains(&format!("# worker: {worker}")), "{saved}");
+    let overrides: Vec<String> = saved
+        .lines()
+        .filter_map(|l| l.strip_prefix("# set ").map(String::from))
+        .collect();
+    assert_eq!(header_overrides(&stdout), overrides, "the shrink's header");
 
-    let line = out
-        .stdout
+    let line = stdout
         .lines()
         .find(|l| l.starts_with("leasesim replay "))
-        .unwrap_or_else(|| panic!("no replay line:\n{}", out.dump()));
+        .unwrap_or_else(|| panic!("no replay line:\n{stdout}"));
     assert_eq!(
         line,
         format!("leasesim replay --scenario {scenario} --worker {worker} --choices min.choices")
@@ -472,12 +514,22 @@ fn shrink_and_replay(worker: &str, scenario: &str, seed: &str) -> (u64, u64) {
         "the saved choices do not replay the {shrunk}-event run:\n{}",
         replayed.stdout
     );
-    (original, shrunk)
+    assert_eq!(
+        trace_body(&replayed.stdout),
+        trace_body(&stdout),
+        "the replay shows other events than the shrink"
+    );
+    assert_eq!(
+        header_overrides(&replayed.stdout),
+        overrides,
+        "the replay's header does not show the file's overrides"
+    );
+    (original, shrunk, overrides)
 }
 
 #[test]
 fn shrink_stale_release_shortens_the_trace_and_its_choices_replay() {
-    let (original, shrunk) = shrink_and_replay("stale-release", "slow-deletes", "0");
+    let (original, shrunk, _) = shrink_and_replay("stale-release", "slow-deletes", "0");
     assert!(
         shrunk < original,
         "nothing was shrunk: {original} -> {shrunk}"
@@ -493,11 +545,64 @@ fn shrink_uncapped_stays_minimal_and_its_choices_replay() {
     // A run stops at its first violation, and uncapped breaks `term-cap` in its first term
     // (acquire, five full batches, a sixth applied): the seed's trace is already minimal, so
     // M == N is the right answer here; M must not grow.
-    let (_, shrunk) = shrink_and_replay("uncapped", "backlog-cap", "0");
+    let (_, shrunk, _) = shrink_and_replay("uncapped", "backlog-cap", "0");
     assert!(
         shrunk <= 25,
         "shrunk to {shrunk} events; the target is at most 25"
     );
+}
+
+#[test]
+fn shrink_silences_uninvolved_replicas_and_the_file_carries_the_change() {
+    // Issue 11's case: the first failure of interval-renewal in `fuzz --scenario all`. Only
+    // one replica takes part; the choice passes alone stopped at 32 events, half of them the
+    // other replicas' acquires and pauses.
+    let (original, shrunk, overrides) = shrink_and_replay("interval-renewal", "fencing-off", "0");
+    assert!(
+        shrunk <= 25,
+        "{original} -> {shrunk} events; the target is at most 25"
+    );
+    assert_eq!(overrides, ["replicas = 1"]);
+}
+
+#[test]
+fn shrink_of_a_failure_at_shutdown_shortens_the_phases() {
+    // unjoined-stop's first failure in backlog-cap comes at shutdown, after 60 s and 3,721
+    // events: only shorter phases (and no drain check in a phase too short to drain) bring
+    // the shutdown next to a term in flight.
+    let (original, shrunk, overrides) = shrink_and_replay("unjoined-stop", "backlog-cap", "5");
+    assert!(
+        shrunk <= 25,
+        "{original} -> {shrunk} events; the target is at most 25"
+    );
+    for key in ["duration_ms = ", "liveness_ms = ", "drain = false"] {
+        assert!(
+            overrides.iter().any(|o| o.starts_with(key)),
+            "no `{key}` override in {overrides:?}"
+        );
+    }
+}
+
+#[test]
+fn shrinking_twice_gives_the_same_trace_and_the_same_choices_file() {
+    let runs: Vec<Shrink> = (0..2)
+        .map(|_| shrink_into(tempdir().path(), "leftover-release", "backlog-cap", "0"))
+        .collect();
+    let without_timing = |stdout: &str| -> String {
+        stdout
+            .lines()
+            .filter(|l| !l.starts_with("shrunk: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        without_timing(&runs[0].stdout),
+        without_timing(&runs[1].stdout)
+    );
+    assert_eq!(runs[0].saved, runs[1].saved);
+    let (_, first_count) = shrunk_counts(&runs[0].stdout);
+    let (_, second_count) = shrunk_counts(&runs[1].stdout);
+    assert_eq!(first_count, second_count);
 }
 
 #[test]
@@ -893,6 +998,52 @@ fn unreadable_and_malformed_choices_files_are_refused_with_their_location() {
         ],
         &["kind.choices:2:1", "unknown choice kind `dice`"],
     );
+}
+
+#[test]
+fn malformed_scenario_overrides_in_a_choices_file_are_refused_with_their_location() {
+    let dir = tempdir();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "key.choices",
+        "# leasesim choices v2\n# set replicas = 1\n#  set  faults.paus.probability = 0\n",
+    );
+    write(
+        "value.choices",
+        "# leasesim choices v2\n# set replicas = some\n",
+    );
+    write(
+        "range.choices",
+        "# leasesim choices v2\n# set replicas = 65\n",
+    );
+    write("version.choices", "# leasesim choices v9\nschedule 0/1\n");
+    for (file, expected) in [
+        (
+            "key.choices",
+            [
+                "key.choices:3:9",
+                "unknown override key `faults.paus.probability`",
+            ],
+        ),
+        (
+            "value.choices",
+            ["value.choices:2:18", "`some` is not a whole number"],
+        ),
+        (
+            "range.choices",
+            ["range.choices:2:7", "replicas must be 1..=64, got 65"],
+        ),
+        (
+            "version.choices",
+            ["version.choices:1:3", "unknown choices format version `v9`"],
+        ),
+    ] {
+        assert_refused(
+            dir.path(),
+            &["replay", "--scenario", "steady", "--choices", file],
+            &expected,
+        );
+    }
 }
 
 #[test]

@@ -22,7 +22,7 @@ use leasesim::fuzz::{
     Finding, Progress, ScenarioCampaign, ScenarioSummary, SeedPlan, run_campaign,
 };
 use leasesim::runner::{RunSpec, run};
-use leasesim::shrink::shrink;
+use leasesim::shrink::{Shrunk, shrink};
 use leasesim::trace::{self, TraceHeader};
 use leasesim::{Scenario, Strategy, choices};
 use leasesim_check::Situation;
@@ -501,31 +501,75 @@ fn print_finding(scenario: &Scenario, finding: &Finding, worker: &str, strategy:
     );
 }
 
-fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
-    let scenario = single_scenario(&args.target.scenario)?;
-    let worker = check_worker(&args.target.worker)?;
-    let (feed, feed_text, given, pct_steps) = match (&args.choices, args.seed) {
+/// What `replay` runs: a seed, or a choices file with the scenario changes it records.
+struct ReplaySource {
+    feed: Feed,
+    /// `seed S` or `choices PATH`, for the header.
+    text: String,
+    /// Values the choices file holds (`None` for a seed).
+    given: Option<usize>,
+    /// The PCT step estimate the file was recorded with.
+    pct_steps: Option<u64>,
+    scenario: Scenario,
+    overrides: Vec<String>,
+}
+
+fn replay_source(
+    args: &ReplayArgs,
+    base: Scenario,
+    worker: &str,
+) -> Result<ReplaySource, UsageError> {
+    match (&args.choices, args.seed) {
         (Some(path), _) => {
             let file = choices::read(path)?;
-            warn_on_mismatch(path, &file, &scenario, worker, args.target.strategy);
-            let given = file.values.len();
-            let pct_steps = recorded_pct_steps(path, &file)?;
-            let feed = Feed::Replay(file.values);
-            (feed, format!("choices {path}"), Some(given), pct_steps)
+            warn_on_mismatch(path, &file, &base, worker, args.target.strategy);
+            // The scenario changes a shrink made are part of the counterexample.
+            let scenario = file.apply(&base)?;
+            Ok(ReplaySource {
+                given: Some(file.values.len()),
+                pct_steps: recorded_pct_steps(path, &file)?,
+                overrides: file.overrides.lines(),
+                feed: Feed::Replay(file.values),
+                text: format!("choices {path}"),
+                scenario,
+            })
         }
-        (None, Some(seed)) => (Feed::Seed(seed), format!("seed {seed}"), None, None),
+        (None, Some(seed)) => Ok(ReplaySource {
+            feed: Feed::Seed(seed),
+            text: format!("seed {seed}"),
+            given: None,
+            pct_steps: None,
+            scenario: base,
+            overrides: Vec::new(),
+        }),
         (None, None) => unreachable!("clap requires --seed or --choices"),
-    };
+    }
+}
+
+fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
+    let base = single_scenario(&args.target.scenario)?;
+    let worker = check_worker(&args.target.worker)?;
+    let source = replay_source(&args, base, worker)?;
+    let given = source.given;
     let factory = worker_factory(worker)?;
     let strategy = args.target.strategy;
     let spec = RunSpec {
         keep_events: true,
         record_choices: given.is_some(),
-        pct_steps,
-        ..RunSpec::new(Rc::new(scenario), worker, factory, feed, strategy)
+        pct_steps: source.pct_steps,
+        ..RunSpec::new(
+            Rc::new(source.scenario),
+            worker,
+            factory,
+            source.feed,
+            strategy,
+        )
     }
     .calibrated();
-    let head = TraceHeader::of(&spec, feed_text);
+    let head = TraceHeader {
+        overrides: source.overrides,
+        ..TraceHeader::of(&spec, source.text)
+    };
     let report = run(&spec);
     if let Some(given) = given
         && report.choices.len() > given
@@ -609,6 +653,20 @@ fn prepare_output(path: &std::path::Path, what: &str) -> Result<(), UsageError> 
     Ok(())
 }
 
+/// Writes the shrunk run's choices, with `header` and its scenario overrides, to `out`.
+fn save_shrunk(
+    out: &std::path::Path,
+    header: &[String],
+    shrunk: &Shrunk,
+) -> Result<(), UsageError> {
+    let text = choices::render(header, &shrunk.overrides, &shrunk.report.choices);
+    // The directory exists: prepare_output made it.
+    std::fs::write(out, text).map_err(|err| UsageError::File {
+        path: out.display().to_string(),
+        why: format!("cannot save choices: {err}"),
+    })
+}
+
 fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     let scenario = single_scenario(&args.target.scenario)?;
     let worker = check_worker(&args.target.worker)?;
@@ -643,7 +701,10 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     };
     let elapsed = started.elapsed().as_secs_f64();
     let feed = format!("choices {} (shrunk from seed {})", out.display(), args.seed);
-    let head = TraceHeader::of(&spec, feed);
+    let head = TraceHeader {
+        overrides: shrunk.overrides.lines(),
+        ..TraceHeader::of(&spec, feed)
+    };
     print!("{}", trace::render(&head, &shrunk.report));
     let mut header = vec![
         format!("scenario: {reference}"),
@@ -656,16 +717,17 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     if let Some(steps) = spec.pct_steps {
         header.push(format!("pct-steps: {steps}"));
     }
-    let text = choices::render(&header, &shrunk.report.choices);
-    // The directory exists: prepare_output made it.
-    std::fs::write(&out, text).map_err(|err| UsageError::File {
-        path: out.display().to_string(),
-        why: format!("cannot save choices: {err}"),
-    })?;
+    save_shrunk(&out, &header, &shrunk)?;
     println!(
         "shrunk: {} events -> {} events in {elapsed:.2} s ({} candidate runs)",
         shrunk.original_events, shrunk.report.stats.events, shrunk.candidates
     );
+    if !shrunk.overrides.is_empty() {
+        println!(
+            "scenario changed: {} (saved with the choices)",
+            shrunk.overrides.lines().join(", ")
+        );
+    }
     println!("choices saved to {}", out.display());
     let mut replay = format!(
         "leasesim replay --scenario {reference} --worker {worker} --choices {}",

@@ -1,0 +1,96 @@
+//! Issue 11's shrinking target: the first failure of every single-defect worker shrinks to at
+//! most 25 events, and the shrunk choices file replays that run from its text alone.
+//!
+//! The (scenario, seed) pairs are the first `FAIL` lines of
+//! `leasesim fuzz --scenario all --worker NAME --seeds 200 --no-failure-db --jobs 1`, one per
+//! worker of `leasesim list` other than `correct` and `naive`. The 10-second bound is measured
+//! with the CLI (README), not here: tests never time themselves.
+
+use std::rc::Rc;
+
+use leasesim::catalog::{resolve_scenarios, worker_factory};
+use leasesim::choices;
+use leasesim::runner::{RunSpec, run};
+use leasesim::shrink::shrink;
+use leasesim::{Invariant, Strategy};
+use leasesim_rt::Feed;
+
+/// `leasesim shrink`'s default budget.
+const BUDGET: u64 = 20_000;
+/// The most events a shrunk first failure may have.
+const MAX_EVENTS: u64 = 25;
+
+/// Each single-defect worker and its first failing scenario and seed.
+const FIRST_FAILURES: &[(&str, &str, u64)] = &[
+    ("interval-renewal", "fencing-off", 0),
+    ("stale-release", "clock-skew", 0),
+    ("moving-cutoff", "backlog-cap", 0),
+    ("uncapped", "backlog-cap", 0),
+    ("unjoined-stop", "backlog-cap", 5),
+    ("early-cutoff", "backlog-cap", 0),
+    ("leaked-renewal", "backlog-cap", 0),
+    ("delete-after-loss", "fencing-off", 0),
+    ("renew-error-no-release", "renewal-rejection", 0),
+    ("acquired-token", "clock-skew", 3),
+    ("leftover-release", "backlog-cap", 0),
+];
+
+fn spec(worker: &str, scenario: &str, feed: Feed) -> RunSpec {
+    RunSpec::new(
+        Rc::new(resolve_scenarios(scenario).unwrap().remove(0)),
+        worker,
+        worker_factory(worker).unwrap(),
+        feed,
+        Strategy::Random,
+    )
+}
+
+#[test]
+fn every_single_defect_workers_first_failure_shrinks_to_at_most_25_events() {
+    let single_defect: Vec<&str> = leasesim::catalog::workers()
+        .into_iter()
+        .map(|w| w.name)
+        .filter(|&name| name != "correct" && name != "naive")
+        .collect();
+    let listed: Vec<&str> = FIRST_FAILURES.iter().map(|&(w, _, _)| w).collect();
+    assert_eq!(listed, single_defect, "one entry per single-defect worker");
+
+    let mut too_big = Vec::new();
+    for &(worker, scenario, seed) in FIRST_FAILURES {
+        let original = spec(worker, scenario, Feed::Seed(seed));
+        let label = run(&original).outcome.label();
+        let shrunk = shrink(&original, BUDGET)
+            .unwrap_or_else(|| panic!("{worker} passes {scenario} seed {seed}"));
+        let report = &shrunk.report;
+        assert_eq!(report.outcome.label(), label, "{worker}: another invariant");
+        assert!(
+            Invariant::from_name(&label).is_some(),
+            "{worker}: {label} is not an invariant"
+        );
+        let events = report.stats.events;
+        println!(
+            "{worker:<24} {scenario:<18} seed {seed}: {} -> {events} events [{}]",
+            shrunk.original_events,
+            shrunk.overrides.lines().join(", ")
+        );
+        if events > MAX_EVENTS {
+            too_big.push(format!("{worker}: {events} events"));
+        }
+
+        // The saved file alone (its overrides and values) replays the same run.
+        let text = choices::render(&[], &shrunk.overrides, &report.choices);
+        let file = choices::parse_file("shrunk.choices", &text).unwrap();
+        let scenario_changed = file.apply(&original.scenario).unwrap();
+        let replayed = run(&RunSpec {
+            scenario: Rc::new(scenario_changed),
+            ..spec(worker, scenario, Feed::Replay(file.values))
+        });
+        assert_eq!(replayed.outcome, report.outcome, "{worker}: replay verdict");
+        assert_eq!(replayed.stats.events, events, "{worker}: replay events");
+        assert_eq!(
+            replayed.stats.trace_hash, report.stats.trace_hash,
+            "{worker}: replay trace"
+        );
+    }
+    assert!(too_big.is_empty(), "above {MAX_EVENTS} events: {too_big:?}");
+}
