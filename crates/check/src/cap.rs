@@ -388,6 +388,7 @@ mod tests {
             token_current: false,
             current_token: None,
             newest_created_ms: None,
+            held_back: 0,
         };
         let seq = script.apply(call, applied);
         assert_broken(Invariant::TermCap, &script, seq, &["1100 rows applied"]);

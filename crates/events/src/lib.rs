@@ -15,6 +15,8 @@
 //! Events are small `Copy` values: fuzzing emits millions of them and keeps none.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::mem;
 
 use serde::Serialize;
 
@@ -133,7 +135,11 @@ impl Request {
 }
 
 /// What the service did when it applied a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+///
+/// `Hash` is written out (not derived) only so that a full answer (`held_back == 0`) hashes
+/// exactly as it did before short answers existed: trace hashes of runs without the fault
+/// stay what they were.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Applied {
     /// Acquire granted. `replaced`: the token of an expired lease this grant took over.
@@ -154,16 +160,56 @@ pub enum Applied {
     /// Delete applied. `token_current`: the token was the current unexpired one at this
     /// instant (always true when the store enforces fencing); `current_token` is the lease
     /// that was current then, if any. `newest_created_ms`: creation time of the newest row
-    /// deleted (None when no row was deleted).
+    /// deleted (None when no row was deleted). `held_back`: a short answer (fault): this many
+    /// more eligible rows were within the limit but left in the store, as `DELETE ... LIMIT n`
+    /// with `SKIP LOCKED` can do; 0 for a full answer.
     Deleted {
         rows: u32,
         token_current: bool,
         current_token: Option<u64>,
         newest_created_ms: Option<u64>,
+        #[serde(skip_serializing_if = "is_zero")]
+        held_back: u32,
     },
     /// Delete refused by the store's fencing check; `current_token` is the lease that was
     /// current then, if any.
     DeleteRefused { current_token: Option<u64> },
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
+}
+
+impl Hash for Applied {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // As `#[derive(Hash)]` does: the discriminant, then the fields in order.
+        mem::discriminant(self).hash(state);
+        match self {
+            Applied::Granted { lease, replaced } => {
+                lease.hash(state);
+                replaced.hash(state);
+            }
+            Applied::Busy { holder_token } => holder_token.hash(state),
+            Applied::Renewed { lease } => lease.hash(state),
+            Applied::RenewRefused | Applied::Released | Applied::FreedNothing => {}
+            Applied::Deleted {
+                rows,
+                token_current,
+                current_token,
+                newest_created_ms,
+                held_back,
+            } => {
+                rows.hash(state);
+                token_current.hash(state);
+                current_token.hash(state);
+                newest_created_ms.hash(state);
+                if *held_back > 0 {
+                    held_back.hash(state);
+                }
+            }
+            Applied::DeleteRefused { current_token } => current_token.hash(state),
+        }
+    }
 }
 
 /// Why a call gave the worker an error.

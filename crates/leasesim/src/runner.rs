@@ -161,12 +161,13 @@ pub fn expected_invariants(scenario: &Scenario) -> Vec<Invariant> {
         .collect()
 }
 
-/// The checker configuration for a scenario.
-pub fn check_config(scenario: &Scenario) -> CheckConfig {
+/// The checker configuration of one run: the worker settings its profile drew (with swarm
+/// they differ from the scenario's) and the scenario's bounds.
+pub fn check_config(scenario: &Scenario, profile: &FaultProfile) -> CheckConfig {
     CheckConfig {
-        batch_rows: scenario.worker.batch_rows,
-        cap_rows: scenario.worker.cap_rows,
-        retention_ms: scenario.worker.retention_ms,
+        batch_rows: profile.worker.batch_rows,
+        cap_rows: profile.worker.cap_rows,
+        retention_ms: profile.worker.retention_ms,
         term_bound_ms: scenario.term_bound_ms,
     }
 }
@@ -182,8 +183,8 @@ struct Observers {
 }
 
 impl Observers {
-    fn new(scenario: &Scenario, event_limit: Option<u64>) -> Observers {
-        let config = check_config(scenario);
+    fn new(scenario: &Scenario, profile: &FaultProfile, event_limit: Option<u64>) -> Observers {
+        let config = check_config(scenario, profile);
         let expected_list = expected_invariants(scenario);
         let checked_list: Vec<Invariant> = Invariant::ALL
             .into_iter()
@@ -220,11 +221,19 @@ impl Observers {
 
 /// Runs one simulation and checks it.
 pub fn run(spec: &RunSpec) -> RunReport {
-    let observers = Rc::new(RefCell::new(Observers::new(
-        &spec.scenario,
-        spec.event_limit,
-    )));
+    // Filled once the profile is drawn: the checkers judge the settings the run drew.
+    let observers: Rc<RefCell<Option<Observers>>> = Rc::new(RefCell::new(None));
     let sink = observers.clone();
+    let (scenario, event_limit) = (spec.scenario.clone(), spec.event_limit);
+    let observe = move |profile: &FaultProfile| -> leasesim_rt::Observer<Event> {
+        *sink.borrow_mut() = Some(Observers::new(&scenario, profile, event_limit));
+        Box::new(move |event: &Stamped<Event>| {
+            let mut observers = sink.borrow_mut();
+            observers
+                .as_mut()
+                .map_or(Flow::Continue, |o| o.on_event(event))
+        })
+    };
     let config = SimConfig {
         feed: spec.feed.clone(),
         ..SimConfig::seeded(0)
@@ -236,14 +245,13 @@ pub fn run(spec: &RunSpec) -> RunReport {
         &spec.factory,
         config,
         spec.keep_events,
-        Some(Box::new(move |event: &Stamped<Event>| {
-            sink.borrow_mut().on_event(event)
-        })),
+        Some(Box::new(observe)),
     );
     let mut observers = Rc::try_unwrap(observers)
         .ok()
         .expect("the event log dropped its observer with the simulation")
-        .into_inner();
+        .into_inner()
+        .expect("the observers are built as soon as the profile is drawn");
     let truncated = observers.truncated && observers.checked.violation().is_none();
     let outcome = match truncated {
         true => Outcome::Pass,

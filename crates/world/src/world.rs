@@ -7,6 +7,9 @@
 //!   is lost (fault) and the caller sees a timeout.
 //! - *healed*: the liveness phase switches every fault off; latencies remain.
 //! - *service time*: [`EPOCH_MS`] + virtual time; lease expiry and row creation use it.
+//! - *short answer*: a fault of the store: an admitted delete removes fewer rows than it
+//!   could (fewer than its limit, while more eligible rows remain); `Applied::Deleted` says
+//!   how many were held back.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -180,16 +183,33 @@ impl World {
                         Answer::Failed(Failure::StaleToken),
                     );
                 }
-                let done = store.delete_oldest(older_than_ms, limit, now_ms);
+                let eligible = store.eligible(older_than_ms, limit, now_ms);
+                let held_back = self.held_back(eligible);
+                let done = store.delete_oldest(older_than_ms, eligible - held_back, now_ms);
+                // invariant: a delete removes at most its limit, and a short answer leaves
+                // exactly the rows it held back.
+                assert!(done.rows <= limit);
+                debug_assert_eq!(done.rows + held_back, eligible);
                 let applied = Applied::Deleted {
                     rows: done.rows,
                     token_current: current_token == Some(token),
                     current_token,
                     newest_created_ms: done.newest_created_ms,
+                    held_back,
                 };
                 (applied, Answer::Rows(done.rows))
             }
         }
+    }
+
+    /// Fault: how many of the `eligible` rows a delete leaves in the store (0: a full
+    /// answer). A short answer holds back at least one row; holding back one is value 0.
+    fn held_back(&self, eligible: u32) -> u32 {
+        if eligible == 0 || !self.fault(self.profile.short_delete) {
+            return 0;
+        }
+        let held_back = self.env.range(1, u64::from(eligible));
+        u32::try_from(held_back).expect("at most the eligible rows, a u32")
     }
 
     /// Fault: the authority drops the live lease.
