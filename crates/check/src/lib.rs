@@ -41,6 +41,8 @@
 mod cap;
 mod coverage;
 mod cutoff;
+mod deletion;
+mod flow;
 mod invariant;
 mod kinds;
 mod liveness;

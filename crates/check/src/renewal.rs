@@ -1,9 +1,12 @@
-//! The renewal loop: `serial-renewal` and `renewal-stops`.
+//! The renewal loop: `serial-renewal`, `renewal-stops` and `renew-latest`.
 //!
 //! Terminology:
 //! - *renewal in flight*: a renew `Call` whose `Answered` has not arrived yet.
 //! - *leaked timer*: a renewal sent after its term ended, or sent in a later term with a lease
 //!   that term never received.
+//! - *superseded lease*: a lease the term received before a newer one (a higher token); a
+//!   renewal must carry the newest. A lease the term never received is a leaked timer's, and
+//!   `renewal-stops`' verdict.
 
 use leasesim_events::{Event, EventKind, OpKind, Request};
 use leasesim_rt::Stamped;
@@ -153,6 +156,69 @@ impl Checker for RenewalStops {
     }
 }
 
+/// `renew-latest`: every renewal carries the newest lease received in the term.
+#[derive(Debug, Default)]
+pub struct RenewLatest {
+    replicas: PerReplica<TermLedger>,
+}
+
+impl RenewLatest {
+    pub fn new() -> RenewLatest {
+        RenewLatest::default()
+    }
+}
+
+impl Checker for RenewLatest {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
+    fn invariant(&self) -> Invariant {
+        Invariant::RenewLatest
+    }
+
+    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+        let replica = replica_of(event)?;
+        let ledger = self.replicas.at(replica);
+        ledger.observe(event);
+        let EventKind::Call {
+            request: Request::Renew { lease },
+            ..
+        } = event.event.kind
+        else {
+            return None;
+        };
+        // Outside a term, or with a lease the term never received: `renewal-stops` judges.
+        if !ledger.open || !ledger.tokens.contains(&lease.token) {
+            return None;
+        }
+        let latest = ledger.latest_token()?;
+        if lease.token == latest {
+            return None;
+        }
+        let received_ms = ledger.latest_answer().map_or(0, |answer| answer.at_ms);
+        let sentence = format!(
+            "{replica} sent renew with token {} at {}, but had received token {latest} at {} in \
+             the same term (term {})",
+            lease.token,
+            At(event.at_ms),
+            At(received_ms),
+            ledger.term()
+        );
+        let context = [ledger.started.as_ref(), ledger.latest_answer()];
+        Some(Violation::new(
+            Invariant::RenewLatest,
+            event,
+            context,
+            sentence,
+        ))
+    }
+
+    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use leasesim_events::{Answer, EndKind};
@@ -229,5 +295,63 @@ mod tests {
         script.send(R1, Request::Renew { lease: lease(1) });
         script.end(R1, 1, EndKind::Stopped, 0);
         assert_broken(Invariant::RenewalStops, &script, 1, &["never received"]);
+    }
+}
+
+#[cfg(test)]
+mod renew_latest_tests {
+    use leasesim_events::EndKind;
+
+    use super::*;
+    use crate::testkit::{R1, R2, Script, assert_broken, assert_holds, lease};
+
+    /// r2 acquires token 4 and renews it to 5 and 6: each renewal with the newest lease.
+    fn renewing(script: &mut Script) {
+        script.at(1000).start(R2, 2);
+        script.acquire(R2, 4);
+        script.clock(R2, 1010);
+        script.at(2000).renew(R2, 4, 5);
+        script.at(3000).renew(R2, 5, 6);
+    }
+
+    #[test]
+    fn renew_latest_holds_for_renewals_with_the_newest_lease() {
+        assert_holds(Invariant::RenewLatest, &Script::correct_run());
+        let mut script = Script::new();
+        renewing(&mut script);
+        script.release(R2, 6);
+        script.end(R2, 2, EndKind::Drained, 0);
+        assert_holds(Invariant::RenewLatest, &script);
+    }
+
+    #[test]
+    fn renew_latest_breaks_on_a_renewal_with_a_superseded_lease() {
+        let mut script = Script::new();
+        renewing(&mut script);
+        script.at(4000).send(R2, Request::Renew { lease: lease(4) });
+        let seq = script.last_seq();
+        let words = [
+            "r2 sent renew with token 4 at t=4000ms",
+            "received token 6 at t=3010ms",
+            "term 2",
+        ];
+        assert_broken(Invariant::RenewLatest, &script, seq, &words);
+    }
+
+    #[test]
+    fn renew_latest_leaves_a_leaked_timers_lease_to_renewal_stops() {
+        let mut script = Script::new();
+        script.at(1000).correct_term(R1, 1, 1);
+        script.at(5000).start(R1, 2);
+        script.acquire(R1, 5);
+        script.renew(R1, 5, 6);
+        script.send(R1, Request::Renew { lease: lease(2) });
+        assert_holds(Invariant::RenewLatest, &script);
+        assert_broken(
+            Invariant::RenewalStops,
+            &script,
+            script.last_seq(),
+            &["never received"],
+        );
     }
 }

@@ -11,11 +11,13 @@
 use leasesim_events::Event;
 use leasesim_rt::{Flow, Stamped};
 
-use crate::cap::{BatchLimit, TermCap};
+use crate::cap::{BatchLimit, FullBatch, TermCap};
 use crate::cutoff::{FixedCutoff, NoEligibleMiss};
+use crate::deletion::{DeleteErrorEnds, NoEarlyStop, ShortBatchEnds, TermReport};
+use crate::flow::{AcquireFirst, RefusedAcquireEnds, ReleaseLast};
 use crate::liveness::Liveness;
 use crate::release::{ReleaseAfterOwnership, ReleaseLatest, ReleaseOnExit};
-use crate::renewal::{RenewalStops, SerialRenewal};
+use crate::renewal::{RenewLatest, RenewalStops, SerialRenewal};
 use crate::stop::{StopJoins, StopQuiesces};
 use crate::tokens::{LatestToken, NoDeleteAfterLoss, StaleTokenDelete};
 use crate::{CheckConfig, Checker, Invariant, Violation};
@@ -89,6 +91,15 @@ any_checker! {
     StopJoins => |_| StopJoins::new(),
     NoEligibleMiss => |_| NoEligibleMiss::new(),
     Liveness => Liveness::new,
+    RenewLatest => |_| RenewLatest::new(),
+    AcquireFirst => |_| AcquireFirst::new(),
+    RefusedAcquireEnds => |_| RefusedAcquireEnds::new(),
+    FullBatch => FullBatch::new,
+    ShortBatchEnds => |_| ShortBatchEnds::short_batch(),
+    DeleteErrorEnds => |_| DeleteErrorEnds::delete_error(),
+    NoEarlyStop => NoEarlyStop::new,
+    ReleaseLast => |_| ReleaseLast::new(),
+    TermReport => TermReport::new,
 }
 
 /// A fresh checker of one invariant, on its own.
@@ -108,7 +119,7 @@ pub struct CheckerSet {
 }
 
 impl CheckerSet {
-    /// Checkers of all fifteen invariants.
+    /// Checkers of every invariant.
     pub fn new(config: &CheckConfig) -> CheckerSet {
         CheckerSet::only(config, &Invariant::ALL)
     }
@@ -259,7 +270,7 @@ mod tests {
     fn the_set_keeps_the_first_violation_and_halts_from_then_on() {
         let (script, first, second) = two_violations();
         let mut set = CheckerSet::new(&config());
-        assert_eq!(set.invariants().count(), 15);
+        assert_eq!(set.invariants().count(), Invariant::COUNT);
         for event in &script.events {
             let expected = if event.seq < first {
                 Flow::Continue

@@ -12,8 +12,8 @@ use leasesim_defects::{
     RenewErrorNoReleaseWorker, StaleReleaseWorker, UncappedWorker, UnjoinedStopWorker, factory,
 };
 
-/// The invariants of the contract, by name.
-const INVARIANTS: [&str; 15] = [
+/// The invariants of the contract and of its audit, by name.
+const INVARIANTS: [&str; 24] = [
     "stale-token-delete",
     "latest-token",
     "no-delete-after-loss",
@@ -29,6 +29,15 @@ const INVARIANTS: [&str; 15] = [
     "stop-joins",
     "no-eligible-miss",
     "liveness",
+    "renew-latest",
+    "acquire-first",
+    "refused-acquire-ends",
+    "full-batch",
+    "short-batch-ends",
+    "delete-error-ends",
+    "no-early-stop",
+    "release-last",
+    "term-report",
 ];
 
 #[test]
