@@ -9,7 +9,8 @@ use lease_worker::{Clock, ConfigError, Lease, Leases, PortError, Records, TermEn
 use leasesim_defects::{
     AcquiredTokenWorker, DEFECTS, DeleteAfterLossWorker, EarlyCutoffWorker, IntervalRenewalWorker,
     LeakedRenewalWorker, LeftoverReleaseWorker, MovingCutoffWorker, NaiveWorker,
-    RenewErrorNoReleaseWorker, StaleReleaseWorker, UncappedWorker, UnjoinedStopWorker, factory,
+    RenewErrorNoReleaseWorker, StaleReleaseWorker, StaleRenewalWorker, UncappedWorker,
+    UnjoinedStopWorker, WholeBatchesWorker, factory,
 };
 
 /// The invariants of the contract and of its audit, by name.
@@ -58,6 +59,8 @@ fn defects_are_listed_in_the_documented_order() {
             "renew-error-no-release",
             "acquired-token",
             "leftover-release",
+            "stale-renewal",
+            "whole-batches",
         ]
     );
 }
@@ -196,4 +199,6 @@ fn every_worker_validates_like_the_core_and_does_nothing_after_stop() {
     keeps_the_correct_shell!(RenewErrorNoReleaseWorker);
     keeps_the_correct_shell!(AcquiredTokenWorker);
     keeps_the_correct_shell!(LeftoverReleaseWorker);
+    keeps_the_correct_shell!(StaleRenewalWorker);
+    keeps_the_correct_shell!(WholeBatchesWorker);
 }

@@ -85,6 +85,8 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("renew-error-no-release", "reply-lost", 0, 30),
     ("acquired-token", "renewal-rejection", 0, 25),
     ("leftover-release", "slow-deletes", 0, 40),
+    ("stale-renewal", "exact-token-renewal", 0, 25),
+    ("whole-batches", "odd-batches", 0, 25),
 ];
 
 #[test]
