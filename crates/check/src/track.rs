@@ -239,6 +239,8 @@ impl TermLedger {
         self.released = None;
         self.release_answered = None;
         self.rows_answered = 0;
+        // invariant: a new term starts with nothing sent, received or lost.
+        debug_assert!(self.waiting.is_empty() && self.tokens.is_empty() && !self.acquired);
     }
 
     fn sent(&mut self, event: &Stamped<Event>, call: u64, request: Request) {
@@ -334,6 +336,8 @@ impl TermFlow {
                 self.limits.clear();
                 self.short = None;
                 self.delete_error = None;
+                // invariant: the flow of a new term is empty, whatever the last one left.
+                debug_assert!(self.ledger.open && self.first_call.is_none());
             }
             EventKind::StopCalled => {
                 self.stop.get_or_insert_with(|| event.clone());

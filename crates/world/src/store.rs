@@ -68,6 +68,10 @@ impl Rows {
                 hi = mid
             }
         }
+        // invariant: every row before the answer is older than the bound, and (rows being
+        // sorted) the one at it is not.
+        debug_assert!(lo >= start && lo <= self.len());
+        debug_assert!(lo == self.len() || self.created_ms(lo) >= bound_ms);
         lo
     }
 }
@@ -83,6 +87,8 @@ impl RecordStore {
     /// A store holding rows with these creation times (any order).
     pub fn new(mut created_ms: Vec<u64>, fencing: bool) -> RecordStore {
         created_ms.sort_unstable();
+        // invariant: rows are kept oldest first, which deleting a prefix relies on.
+        debug_assert!(created_ms.is_sorted());
         RecordStore {
             rows: Rows::Listed(created_ms),
             head: 0,
@@ -154,7 +160,10 @@ impl RecordStore {
 
     /// Rows not deleted that were created before `before_ms`.
     pub fn remaining_before(&self, before_ms: u64) -> u64 {
-        (self.rows.first_at_or_after(self.head, before_ms) - self.head) as u64
+        let before = (self.rows.first_at_or_after(self.head, before_ms) - self.head) as u64;
+        // invariant: the eligible backlog is part of what remains.
+        debug_assert!(before <= self.remaining());
+        before
     }
 
     /// Creation times of the rows not yet deleted, oldest first.
