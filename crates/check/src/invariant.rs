@@ -7,8 +7,8 @@
 
 use std::fmt;
 
-/// One of the twenty-four properties every run is checked against: the contract's fifteen,
-/// then the nine the contract audit added (see the crate docs).
+/// One of the twenty-five properties every run is checked against: the contract's fifteen,
+/// then the ten the contract audit added (see the crate docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Invariant {
     StaleTokenDelete,
@@ -27,6 +27,7 @@ pub enum Invariant {
     NoEligibleMiss,
     Liveness,
     RenewLatest,
+    RenewalPause,
     AcquireFirst,
     RefusedAcquireEnds,
     FullBatch,
@@ -39,7 +40,7 @@ pub enum Invariant {
 
 impl Invariant {
     /// How many invariants there are.
-    pub const COUNT: usize = 24;
+    pub const COUNT: usize = 25;
 
     /// Every invariant: the contract's fifteen in its order, then the audit's additions. This
     /// is also the order checkers see an event in, so an addition never takes a verdict from
@@ -61,6 +62,7 @@ impl Invariant {
         Invariant::NoEligibleMiss,
         Invariant::Liveness,
         Invariant::RenewLatest,
+        Invariant::RenewalPause,
         Invariant::AcquireFirst,
         Invariant::RefusedAcquireEnds,
         Invariant::FullBatch,
@@ -90,6 +92,7 @@ impl Invariant {
             Invariant::NoEligibleMiss => "no-eligible-miss",
             Invariant::Liveness => "liveness",
             Invariant::RenewLatest => "renew-latest",
+            Invariant::RenewalPause => "renewal-pause",
             Invariant::AcquireFirst => "acquire-first",
             Invariant::RefusedAcquireEnds => "refused-acquire-ends",
             Invariant::FullBatch => "full-batch",
@@ -152,6 +155,10 @@ impl Invariant {
             }
             Invariant::RenewLatest => {
                 "every renewal carries the newest lease the worker received in the term"
+            }
+            Invariant::RenewalPause => {
+                "every renewal follows a pause of the renewal interval on the worker's clock, \
+                 started after the term's previous renewal"
             }
             Invariant::AcquireFirst => {
                 "a term's first call is its acquire, and the term sends no second acquire"

@@ -17,10 +17,10 @@ use crate::deletion::{DeleteErrorEnds, NoEarlyStop, ShortBatchEnds, TermReport};
 use crate::flow::{AcquireFirst, RefusedAcquireEnds, ReleaseLast};
 use crate::liveness::Liveness;
 use crate::release::{ReleaseAfterOwnership, ReleaseLatest, ReleaseOnExit};
-use crate::renewal::{RenewLatest, RenewalStops, SerialRenewal};
+use crate::renewal::{RenewLatest, RenewalPause, RenewalStops, SerialRenewal};
 use crate::stop::{StopJoins, StopQuiesces};
 use crate::tokens::{LatestToken, NoDeleteAfterLoss, StaleTokenDelete};
-use crate::{CheckConfig, Checker, Invariant, Violation};
+use crate::{CheckConfig, Checker, ClockConfig, Invariant, Violation};
 
 /// Declares `AnyChecker`, one variant per invariant, and its construction and dispatch.
 macro_rules! any_checker {
@@ -92,6 +92,7 @@ any_checker! {
     NoEligibleMiss => |_| NoEligibleMiss::new(),
     Liveness => Liveness::new,
     RenewLatest => |_| RenewLatest::new(),
+    RenewalPause => |_| RenewalPause::new(),
     AcquireFirst => |_| AcquireFirst::new(),
     RefusedAcquireEnds => |_| RefusedAcquireEnds::new(),
     FullBatch => FullBatch::new,
@@ -139,6 +140,17 @@ impl CheckerSet {
             halted: false,
             finished: false,
         }
+    }
+
+    /// Gives `renewal-pause` (if the set checks it) the run's renewal interval and clocks, so
+    /// it also checks each pause's length.
+    pub fn with_clocks(mut self, clocks: &ClockConfig) -> CheckerSet {
+        for checker in &mut self.checkers {
+            if let AnyChecker::RenewalPause(pause) = checker {
+                pause.set_clocks(clocks.clone());
+            }
+        }
+        self
     }
 
     /// The invariants this set checks, in the order checkers see an event.
@@ -222,6 +234,7 @@ mod tests {
         script.at(1000).start(R1, 1);
         script.acquire(R1, 1);
         script.clock(R1, 1000);
+        script.on(R1, EventKind::TimerSet { duration_ms: 1000 });
         script.renew(R1, 1, 2);
         script.send(
             R1,

@@ -14,7 +14,7 @@ use leasesim_defects::{
 };
 
 /// The invariants of the contract and of its audit, by name.
-const INVARIANTS: [&str; 24] = [
+const INVARIANTS: [&str; 25] = [
     "stale-token-delete",
     "latest-token",
     "no-delete-after-loss",
@@ -31,6 +31,7 @@ const INVARIANTS: [&str; 24] = [
     "no-eligible-miss",
     "liveness",
     "renew-latest",
+    "renewal-pause",
     "acquire-first",
     "refused-acquire-ends",
     "full-batch",

@@ -48,7 +48,7 @@ use std::hint::black_box;
 use std::rc::Rc;
 use std::time::Duration;
 
-use leasesim::runner::{RunSpec, check_config, expected_invariants};
+use leasesim::runner::{RunSpec, check_config, clock_config, expected_invariants};
 use leasesim::{Invariant, Scenario};
 use leasesim_check::{CheckerSet, Coverage};
 use leasesim_events::{Event, EventKind, Phase};
@@ -84,18 +84,17 @@ struct Observers {
 
 impl Observers {
     fn new(scenario: &Scenario, profile: &FaultProfile) -> Observers {
-        let config = check_config(scenario, profile);
+        let (config, clocks) = (check_config(scenario, profile), clock_config(profile));
         let expected_list = expected_invariants(scenario);
         let checked_list: Vec<Invariant> = Invariant::ALL
             .into_iter()
             .filter(|i| !expected_list.contains(i))
             .collect();
+        let set =
+            |invariants: &[Invariant]| CheckerSet::only(&config, invariants).with_clocks(&clocks);
         Observers {
-            checked: CheckerSet::only(&config, &checked_list),
-            expected: expected_list
-                .iter()
-                .map(|&i| CheckerSet::only(&config, &[i]))
-                .collect(),
+            checked: set(&checked_list),
+            expected: expected_list.iter().map(|&i| set(&[i])).collect(),
             coverage: Coverage::new(),
         }
     }

@@ -12,7 +12,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use leasesim_check::{CheckConfig, CheckerSet, Coverage, Invariant, Violation};
+use leasesim_check::{CheckConfig, CheckerSet, ClockConfig, Coverage, Invariant, Violation};
 use leasesim_events::Event;
 use leasesim_rt::{Choice, Feed, Flow, RunOutcome, SimConfig, Stamped, Strategy, TaskInfo};
 use leasesim_world::{FaultProfile, Scenario, WorkerFactory, simulate};
@@ -172,6 +172,14 @@ pub fn check_config(scenario: &Scenario, profile: &FaultProfile) -> CheckConfig 
     }
 }
 
+/// How the run's workers keep time: their drawn renewal interval and each replica's drift.
+pub fn clock_config(profile: &FaultProfile) -> ClockConfig {
+    ClockConfig {
+        renew_every_ms: profile.worker.renew_every_ms,
+        drift_ppm: profile.clocks.iter().map(|clock| clock.drift_ppm).collect(),
+    }
+}
+
 /// The observers of one run: halting checkers, non-halting expected ones, and coverage.
 struct Observers {
     checked: CheckerSet,
@@ -184,18 +192,17 @@ struct Observers {
 
 impl Observers {
     fn new(scenario: &Scenario, profile: &FaultProfile, event_limit: Option<u64>) -> Observers {
-        let config = check_config(scenario, profile);
+        let (config, clocks) = (check_config(scenario, profile), clock_config(profile));
         let expected_list = expected_invariants(scenario);
         let checked_list: Vec<Invariant> = Invariant::ALL
             .into_iter()
             .filter(|i| !expected_list.contains(i))
             .collect();
+        let set =
+            |invariants: &[Invariant]| CheckerSet::only(&config, invariants).with_clocks(&clocks);
         Observers {
-            checked: CheckerSet::only(&config, &checked_list),
-            expected: expected_list
-                .iter()
-                .map(|&i| CheckerSet::only(&config, &[i]))
-                .collect(),
+            checked: set(&checked_list),
+            expected: expected_list.iter().map(|&i| set(&[i])).collect(),
             coverage: Coverage::new(),
             events: 0,
             event_limit: event_limit.unwrap_or(u64::MAX),
