@@ -87,7 +87,8 @@ pub struct CheckConfig {
     pub cap_rows: u32,
     /// How old a row must be to be deleted: `cutoff = clock read - retention`.
     pub retention_ms: u64,
-    /// How long a term that started in the liveness phase may stay open.
+    /// Once faults heal, how long a term may stay open: from its start, or from the healing
+    /// for a term that was already open then.
     pub term_bound_ms: u64,
 }
 
