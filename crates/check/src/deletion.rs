@@ -294,18 +294,17 @@ impl TermReport {
         let EventKind::TermEnded { term, end, rows } = event.event.kind else {
             return None;
         };
-        let replica = replica_of(event)?;
-        let head = format!(
-            "{replica}'s term {term} reported at {} that it ended ({}) after {rows} rows",
+        let answered = flow.ledger.rows_answered;
+        let why = match rows == answered {
+            true => self.unexplained(flow, end)?.to_owned(),
+            false => format!("its deletes answered {answered} rows"),
+        };
+        Some(format!(
+            "{}'s term {term} reported at {} that it ended ({}) after {rows} rows, but {why}",
+            replica_of(event)?,
             At(event.at_ms),
             end_words(end)
-        );
-        let answered = flow.ledger.rows_answered;
-        if rows != answered {
-            return Some(format!("{head}, but its deletes answered {answered} rows"));
-        }
-        let why = self.unexplained(flow, end)?;
-        Some(format!("{head}, but {why}"))
+        ))
     }
 }
 

@@ -122,7 +122,8 @@ pub trait Checker {
 
     /// Does this checker read events of this kind? A [`CheckerSet`] never feeds it the
     /// others (most checkers look only at what workers send and receive, not at the
-    /// service's applies or the fault injector). The default reads everything.
+    /// service's applies or the fault injector). The default reads everything. The answer
+    /// must depend on the kind's variant only: a set asks once per variant.
     fn wants(&self, kind: &leasesim_events::EventKind) -> bool {
         let _ = kind;
         true

@@ -20,7 +20,7 @@ use crate::release::{ReleaseAfterOwnership, ReleaseLatest, ReleaseOnExit};
 use crate::renewal::{RenewLatest, RenewalPause, RenewalStops, SerialRenewal};
 use crate::stop::{StopJoins, StopQuiesces};
 use crate::tokens::{LatestToken, NoDeleteAfterLoss, StaleTokenDelete};
-use crate::{CheckConfig, Checker, ClockConfig, Invariant, Violation};
+use crate::{CheckConfig, Checker, ClockConfig, Invariant, Violation, kinds};
 
 /// Declares `AnyChecker`, one variant per invariant, and its construction and dispatch.
 macro_rules! any_checker {
@@ -113,6 +113,9 @@ pub fn checker_for(invariant: Invariant, config: &CheckConfig) -> Box<dyn Checke
 #[derive(Debug)]
 pub struct CheckerSet {
     checkers: Vec<AnyChecker>,
+    /// Per checker, the bits (`kinds::bit`) of the event kinds it reads: asked once, so
+    /// feeding an event tests one bit per checker instead of calling `wants`.
+    interests: Vec<u32>,
     violation: Option<Violation>,
     /// A violation was found (it may have been taken since): feed nothing more.
     halted: bool,
@@ -131,11 +134,22 @@ impl CheckerSet {
         let mut chosen = invariants.to_vec();
         chosen.sort_unstable();
         chosen.dedup();
-        let checkers = chosen
+        let checkers: Vec<AnyChecker> = chosen
             .into_iter()
-            .map(|invariant| AnyChecker::new(invariant, config));
+            .map(|invariant| AnyChecker::new(invariant, config))
+            .collect();
+        let interests = checkers
+            .iter()
+            .map(|checker| {
+                kinds::SAMPLES
+                    .iter()
+                    .filter(|kind| checker.wants(kind))
+                    .fold(0, |mask, kind| mask | kinds::bit(kind))
+            })
+            .collect();
         CheckerSet {
-            checkers: checkers.collect(),
+            checkers,
+            interests,
             violation: None,
             halted: false,
             finished: false,
@@ -164,12 +178,12 @@ impl CheckerSet {
         if self.halted {
             return Flow::Halt;
         }
-        let kind = &event.event.kind;
-        for checker in self
-            .checkers
-            .iter_mut()
-            .filter(|checker| checker.wants(kind))
-        {
+        let bit = kinds::bit(&event.event.kind);
+        // invariant: the masks were asked of these very checkers, one each.
+        debug_assert_eq!(self.interests.len(), self.checkers.len());
+        let interested = self.checkers.iter_mut().zip(&self.interests);
+        for (checker, _) in interested.filter(|(_, mask)| *mask & bit != 0) {
+            debug_assert!(checker.wants(&event.event.kind));
             if let Some(violation) = checker.on_event(event) {
                 debug_assert_eq!(violation.invariant, checker.invariant());
                 return self.record(violation);
