@@ -1,7 +1,9 @@
-//! How much a term deletes: `batch-limit` and `term-cap`.
+//! How much a term deletes: `batch-limit`, `full-batch` and `term-cap`.
 //!
 //! Terminology:
 //! - *limit*: the row count a delete asks for.
+//! - *due*: what the contract says a delete asks for: `min(batch, cap - answered rows)`.
+//!   `batch-limit` checks a limit is not above it, `full-batch` that it is not below.
 //! - *answered rows*: the sum of the term's delete answers `Rows(n)`; what the worker knows it
 //!   deleted, and so what `limit` must stay under.
 //! - *applied rows*: the sum of `Applied::Deleted { rows }` for deletes sent in the term; what
@@ -113,6 +115,95 @@ impl Checker for BatchLimit {
             }
             _ => {}
         }
+        None
+    }
+
+    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+        None
+    }
+}
+
+/// `full-batch`: no delete asks for less than the batch or what is left of the cap.
+#[derive(Debug)]
+pub struct FullBatch {
+    batch_rows: u32,
+    cap_rows: u32,
+    replicas: PerReplica<BatchTerm>,
+}
+
+impl FullBatch {
+    pub fn new(config: &CheckConfig) -> FullBatch {
+        FullBatch {
+            batch_rows: config.batch_rows,
+            cap_rows: config.cap_rows,
+            replicas: PerReplica::default(),
+        }
+    }
+
+    /// Why `limit` is less than was due for `replica` now, if it is.
+    fn shortfall(&self, replica: ReplicaId, event: &Stamped<Event>, limit: u32) -> Option<String> {
+        let ledger = &self.replicas.get(replica)?.ledger;
+        if !ledger.open {
+            return None;
+        }
+        let answered_rows = ledger.rows_answered;
+        let left_rows = u64::from(self.cap_rows).saturating_sub(answered_rows);
+        let due = left_rows.min(u64::from(self.batch_rows));
+        // A used-up cap is `term-cap`'s verdict; nothing is due then.
+        if due == 0 || u64::from(limit) >= due {
+            return None;
+        }
+        Some(format!(
+            "{replica} sent delete_batch with limit {limit} at {}, but {due} rows were due: the \
+             smaller of the {}-row batch and the {left_rows} rows left of the {}-row cap \
+             ({answered_rows} answered so far in term {})",
+            At(event.at_ms),
+            self.batch_rows,
+            self.cap_rows,
+            ledger.term()
+        ))
+    }
+}
+
+impl Checker for FullBatch {
+    fn wants(&self, kind: &EventKind) -> bool {
+        kinds::worker_side(kind)
+    }
+
+    fn invariant(&self) -> Invariant {
+        Invariant::FullBatch
+    }
+
+    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+        let replica = replica_of(event)?;
+        let term = self.replicas.at(replica);
+        match event.event.kind {
+            EventKind::TermStarted { .. } => term.answers.clear(),
+            EventKind::Answered {
+                op: OpKind::Delete, ..
+            } if term.ledger.open => term.answers.push(event),
+            EventKind::Call {
+                request: Request::Delete { limit, .. },
+                ..
+            } => {
+                // Judged on what was answered before this delete was sent.
+                let sentence = self.shortfall(replica, event, limit);
+                let term = self.replicas.at(replica);
+                term.ledger.observe(event);
+                let sentence = sentence?;
+                let context = [term.ledger.started.as_ref()]
+                    .into_iter()
+                    .chain(term.answers.iter());
+                return Some(Violation::new(
+                    Invariant::FullBatch,
+                    event,
+                    context,
+                    sentence,
+                ));
+            }
+            _ => {}
+        }
+        self.replicas.at(replica).ledger.observe(event);
         None
     }
 
@@ -351,6 +442,42 @@ mod tests {
     }
 
     #[test]
+    fn full_batch_holds_for_a_correct_run_and_a_trimmed_last_batch() {
+        assert_holds(Invariant::FullBatch, &Script::correct_run());
+        let mut script = Script::new();
+        full_batches(&mut script, R1, 4);
+        let call = script.send(R1, delete(200));
+        script.answer(R1, call, OpKind::Delete, Answer::Rows(150));
+        script.send(R1, delete(50));
+        assert_holds(Invariant::FullBatch, &script);
+    }
+
+    #[test]
+    fn full_batch_breaks_on_a_batch_below_what_was_due() {
+        let mut script = Script::new();
+        full_batches(&mut script, R2, 2);
+        script.at(7000).send(R2, delete(150));
+        let seq = script.last_seq();
+        let words = [
+            "r2 sent delete_batch with limit 150 at t=7000ms, but 200 rows were due",
+            "600 rows left of the 1000-row cap (400 answered so far in term 1)",
+        ];
+        assert_broken(Invariant::FullBatch, &script, seq, &words);
+        let mut script = Script::new();
+        full_batches(&mut script, R1, 4);
+        let call = script.send(R1, delete(200));
+        script.answer(R1, call, OpKind::Delete, Answer::Rows(150));
+        script.send(R1, delete(40));
+        let seq = script.last_seq();
+        assert_broken(
+            Invariant::FullBatch,
+            &script,
+            seq,
+            &["but 50 rows were due"],
+        );
+    }
+
+    #[test]
     fn term_cap_holds_for_a_correct_run_and_a_capped_term() {
         assert_holds(Invariant::TermCap, &Script::correct_run());
         let mut script = Script::new();
@@ -388,6 +515,7 @@ mod tests {
             token_current: false,
             current_token: None,
             newest_created_ms: None,
+            held_back: 0,
         };
         let seq = script.apply(call, applied);
         assert_broken(Invariant::TermCap, &script, seq, &["1100 rows applied"]);

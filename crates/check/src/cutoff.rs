@@ -367,6 +367,7 @@ mod tests {
                 token_current: true,
                 current_token: Some(1),
                 newest_created_ms: Some(7200),
+                held_back: 0,
             },
         );
         let words = [

@@ -7,7 +7,8 @@
 
 use std::fmt;
 
-/// One of the fifteen properties every run is checked against.
+/// One of the twenty-five properties every run is checked against: the contract's fifteen,
+/// then the ten the contract audit added (see the crate docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Invariant {
     StaleTokenDelete,
@@ -25,11 +26,26 @@ pub enum Invariant {
     StopJoins,
     NoEligibleMiss,
     Liveness,
+    RenewLatest,
+    RenewalPause,
+    AcquireFirst,
+    RefusedAcquireEnds,
+    FullBatch,
+    ShortBatchEnds,
+    DeleteErrorEnds,
+    NoEarlyStop,
+    ReleaseLast,
+    TermReport,
 }
 
 impl Invariant {
-    /// Every invariant, in the contract's order (also the order checkers see an event in).
-    pub const ALL: [Invariant; 15] = [
+    /// How many invariants there are.
+    pub const COUNT: usize = 25;
+
+    /// Every invariant: the contract's fifteen in its order, then the audit's additions. This
+    /// is also the order checkers see an event in, so an addition never takes a verdict from
+    /// one of the fifteen on the same event.
+    pub const ALL: [Invariant; Invariant::COUNT] = [
         Invariant::StaleTokenDelete,
         Invariant::LatestToken,
         Invariant::NoDeleteAfterLoss,
@@ -45,6 +61,16 @@ impl Invariant {
         Invariant::StopJoins,
         Invariant::NoEligibleMiss,
         Invariant::Liveness,
+        Invariant::RenewLatest,
+        Invariant::RenewalPause,
+        Invariant::AcquireFirst,
+        Invariant::RefusedAcquireEnds,
+        Invariant::FullBatch,
+        Invariant::ShortBatchEnds,
+        Invariant::DeleteErrorEnds,
+        Invariant::NoEarlyStop,
+        Invariant::ReleaseLast,
+        Invariant::TermReport,
     ];
 
     /// The contract's kebab-case name, e.g. `"stale-token-delete"`.
@@ -65,6 +91,16 @@ impl Invariant {
             Invariant::StopJoins => "stop-joins",
             Invariant::NoEligibleMiss => "no-eligible-miss",
             Invariant::Liveness => "liveness",
+            Invariant::RenewLatest => "renew-latest",
+            Invariant::RenewalPause => "renewal-pause",
+            Invariant::AcquireFirst => "acquire-first",
+            Invariant::RefusedAcquireEnds => "refused-acquire-ends",
+            Invariant::FullBatch => "full-batch",
+            Invariant::ShortBatchEnds => "short-batch-ends",
+            Invariant::DeleteErrorEnds => "delete-error-ends",
+            Invariant::NoEarlyStop => "no-early-stop",
+            Invariant::ReleaseLast => "release-last",
+            Invariant::TermReport => "term-report",
         }
     }
 
@@ -114,8 +150,43 @@ impl Invariant {
             }
             Invariant::NoEligibleMiss => "every deleted row was created before its term's cutoff",
             Invariant::Liveness => {
-                "once faults heal, terms end within the bound, every stop() returns and the \
-                 eligible backlog is gone"
+                "once faults heal, terms end within the bound (also those open at healing), \
+                 every stop() returns and the eligible backlog is gone"
+            }
+            Invariant::RenewLatest => {
+                "every renewal carries the newest lease the worker received in the term"
+            }
+            Invariant::RenewalPause => {
+                "every renewal follows a pause of the renewal interval on the worker's clock, \
+                 started after the term's previous renewal"
+            }
+            Invariant::AcquireFirst => {
+                "a term's first call is its acquire, and the term sends no second acquire"
+            }
+            Invariant::RefusedAcquireEnds => {
+                "after the term's acquire answered None or an error, the term sends no other call"
+            }
+            Invariant::FullBatch => {
+                "no delete asks for fewer rows than the batch size or what is left of the cap, \
+                 whichever is smaller"
+            }
+            Invariant::ShortBatchEnds => {
+                "after a delete answered fewer rows than it asked, the term sends no more deletes"
+            }
+            Invariant::DeleteErrorEnds => {
+                "after a delete answered an error, the term sends no more deletes (no retry)"
+            }
+            Invariant::NoEarlyStop => {
+                "a term that acquired stops deleting only at the cap, after a short batch, on \
+                 leadership loss, on stop or on a delete error"
+            }
+            Invariant::ReleaseLast => {
+                "a release is sent with none of the term's other calls in flight, and the term \
+                 sends no acquire, renew or delete after it"
+            }
+            Invariant::TermReport => {
+                "the report run() returns matches the term: its rows are the rows the deletes \
+                 answered, and its end is one the term's answers or a stop explain"
             }
         }
     }
@@ -140,7 +211,7 @@ mod tests {
         let mut names: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 15);
+        assert_eq!(names.len(), Invariant::COUNT);
         assert_eq!(Invariant::from_name("no-such-thing"), None);
         assert_eq!(
             Invariant::ReleaseAfterOwnership.to_string(),

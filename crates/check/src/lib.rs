@@ -16,6 +16,15 @@
 //! - *situation*: something interesting a run may reach (a stop during a delete, a lost
 //!   reply...); [`Coverage`] records which ones a run reached, [`CoverageTally`] sums runs.
 //!
+//! ## Contract audit
+//!
+//! Every sentence of section 1 of the contract that a worker could break maps to the
+//! invariant that catches it, or to the test that covers it where no run can show it: see
+//! [`audit`] (the text of `crates/check/AUDIT.md`). The audit of issue 11 added ten
+//! invariants to the contract's fifteen: `renew-latest`, `renewal-pause`, `acquire-first`,
+//! `refused-acquire-ends`, `full-batch`, `short-batch-ends`, `delete-error-ends`,
+//! `no-early-stop`, `release-last` and `term-report`.
+//!
 //! The checkers run on every event of every fuzz run: per-replica state lives in `Vec`s
 //! indexed by replica, small collections are `Vec`s that keep their capacity, and a
 //! [`Violation`] (the only thing that allocates per report) is built only when one is found.
@@ -41,6 +50,8 @@
 mod cap;
 mod coverage;
 mod cutoff;
+mod deletion;
+mod flow;
 mod invariant;
 mod kinds;
 mod liveness;
@@ -55,7 +66,11 @@ mod violation;
 #[cfg(test)]
 mod testkit;
 
-use leasesim_events::Event;
+/// The contract audit: each sentence of the contract's section 1, and what catches it.
+#[doc = include_str!("../AUDIT.md")]
+pub mod audit {}
+
+use leasesim_events::{Event, ReplicaId};
 use leasesim_rt::Stamped;
 
 pub use coverage::{Coverage, CoverageTally, Situation, SituationSet};
@@ -72,8 +87,32 @@ pub struct CheckConfig {
     pub cap_rows: u32,
     /// How old a row must be to be deleted: `cutoff = clock read - retention`.
     pub retention_ms: u64,
-    /// How long a term that started in the liveness phase may stay open.
+    /// Once faults heal, how long a term may stay open: from its start, or from the healing
+    /// for a term that was already open then.
     pub term_bound_ms: u64,
+}
+
+/// How a run's workers keep time, for `renewal-pause`: the renewal interval they were
+/// configured with and each replica's clock drift. Kept apart from [`CheckConfig`] (a run
+/// hands it to [`CheckerSet::with_clocks`]); without it `renewal-pause` checks only that a
+/// pause was started before each renewal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClockConfig {
+    /// The pause before each renewal, on the worker's own clock.
+    pub renew_every_ms: u64,
+    /// Each replica's clock drift in parts per million, by replica index (missing: none).
+    pub drift_ppm: Vec<i64>,
+}
+
+impl ClockConfig {
+    /// Virtual ms a sleep of `local_ms` on `replica`'s clock lasts at least: the clock
+    /// advances `1 + drift` times as fast as virtual time (rounded up, as the world sleeps).
+    pub fn virtual_span_ms(&self, replica: ReplicaId, local_ms: u64) -> u64 {
+        let drift_ppm = self.drift_ppm.get(replica.index()).copied().unwrap_or(0);
+        let rate = u128::try_from(1_000_000 + drift_ppm).unwrap_or(1).max(1);
+        let span_ms = (u128::from(local_ms) * 1_000_000).div_ceil(rate);
+        u64::try_from(span_ms).unwrap_or(u64::MAX)
+    }
 }
 
 /// One invariant's online check over the events of a run.
@@ -83,7 +122,8 @@ pub trait Checker {
 
     /// Does this checker read events of this kind? A [`CheckerSet`] never feeds it the
     /// others (most checkers look only at what workers send and receive, not at the
-    /// service's applies or the fault injector). The default reads everything.
+    /// service's applies or the fault injector). The default reads everything. The answer
+    /// must depend on the kind's variant only: a set asks once per variant.
     fn wants(&self, kind: &leasesim_events::EventKind) -> bool {
         let _ = kind;
         true

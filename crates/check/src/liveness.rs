@@ -3,8 +3,10 @@
 //! Terminology:
 //! - *healed*: from `Phase(Liveness)` on (liveness, shutdown, end): faults are off, so work
 //!   must finish.
-//! - *liveness term*: a term that started once healed; it must end within `term_bound_ms`.
-//! - *deadline*: the earliest instant at which an open liveness term overruns its bound,
+//! - *bounded term*: a term that is open once healed: one that started after healing must end
+//!   within `term_bound_ms` of its start, one still open when faults healed within
+//!   `term_bound_ms` of the healing (faults no longer excuse it from then on).
+//! - *deadline*: the earliest instant at which an open bounded term overruns its bound,
 //!   compared with every event's time (and with the end of the run).
 //! - *backlog*: rows still in the store that were eligible for deletion; the world reports it
 //!   with `Backlog` at the end of the liveness phase, and it must be zero.
@@ -23,7 +25,7 @@ use crate::{CheckConfig, Checker, Invariant, Violation};
 struct LiveReplica {
     /// The replica's last events, for context.
     recent: Ring<5>,
-    /// The open term, if it started once healed.
+    /// The `TermStarted` of the open term, whenever it started.
     term: Option<Stamped<Event>>,
     /// `StopCalled`s not yet matched by a `StopResolved`.
     unresolved_stops: u32,
@@ -32,15 +34,20 @@ struct LiveReplica {
 }
 
 impl LiveReplica {
-    fn deadline_ms(&self, bound_ms: u64) -> u64 {
-        self.term
-            .as_ref()
-            .map_or(u64::MAX, |started| started.at_ms.saturating_add(bound_ms))
+    /// When the open term overruns: `bound_ms` after its start or after the healing at
+    /// `healed_ms`, whichever is later (`u64::MAX`: no open term, or not healed yet).
+    fn deadline_ms(&self, bound_ms: u64, healed_ms: Option<u64>) -> u64 {
+        match (&self.term, healed_ms) {
+            (Some(started), Some(healed_ms)) => {
+                started.at_ms.max(healed_ms).saturating_add(bound_ms)
+            }
+            _ => u64::MAX,
+        }
     }
 
-    fn observe(&mut self, event: &Stamped<Event>, healed: bool) {
+    fn observe(&mut self, event: &Stamped<Event>) {
         match event.event.kind {
-            EventKind::TermStarted { .. } => self.term = healed.then(|| event.clone()),
+            EventKind::TermStarted { .. } => self.term = Some(event.clone()),
             EventKind::TermEnded { .. } => self.term = None,
             EventKind::StopCalled => {
                 self.unresolved_stops += 1;
@@ -83,26 +90,32 @@ impl Liveness {
         }
     }
 
+    fn healed_ms(&self) -> Option<u64> {
+        self.healed.as_ref().map(|phase| phase.at_ms)
+    }
+
     fn refresh_deadline(&mut self) {
-        let bound_ms = self.term_bound_ms;
+        let (bound_ms, healed_ms) = (self.term_bound_ms, self.healed_ms());
         self.deadline_ms = self
             .replicas
             .iter()
-            .map(|(_, live)| live.deadline_ms(bound_ms))
+            .map(|(_, live)| live.deadline_ms(bound_ms, healed_ms))
             .min()
             .unwrap_or(u64::MAX);
     }
 
-    /// The open liveness term that overran first, forgotten once reported.
+    /// The open bounded term that overran first, forgotten once reported.
     fn overrun(&mut self, now_ms: u64) -> Option<(ReplicaId, Stamped<Event>)> {
-        let bound_ms = self.term_bound_ms;
+        let (bound_ms, healed_ms) = (self.term_bound_ms, self.healed_ms());
         let (replica, _) = self
             .replicas
             .iter()
-            .filter(|(_, live)| live.deadline_ms(bound_ms) < now_ms)
-            .min_by_key(|(_, live)| live.deadline_ms(bound_ms))?;
+            .filter(|(_, live)| live.deadline_ms(bound_ms, healed_ms) < now_ms)
+            .min_by_key(|(_, live)| live.deadline_ms(bound_ms, healed_ms))?;
         let started = self.replicas.at(replica).term.take()?;
         self.refresh_deadline();
+        // invariant: a reported term is forgotten, so it is reported once.
+        debug_assert!(self.replicas.get(replica).is_some_and(|l| l.term.is_none()));
         Some((replica, started))
     }
 
@@ -113,18 +126,30 @@ impl Liveness {
         event: Option<&Stamped<Event>>,
         now_ms: u64,
     ) -> Option<Violation> {
+        let healed_ms = self.healed_ms()?;
         let (replica, started) = self.overrun(now_ms)?;
-        let sentence = format!(
-            "{replica}'s term {} started at {} in the liveness phase and was still open at {}, \
-             more than the {}ms bound later",
-            term_number(&started),
-            At(started.at_ms),
-            At(now_ms),
-            self.term_bound_ms
-        );
+        let (term, bound_ms) = (term_number(&started), self.term_bound_ms);
+        let sentence = if started.at_ms < healed_ms {
+            format!(
+                "{replica}'s term {term}, open since {} when faults healed at {}, had not ended \
+                 by {} (bound {bound_ms}ms)",
+                At(started.at_ms),
+                At(healed_ms),
+                At(now_ms)
+            )
+        } else {
+            format!(
+                "{replica}'s term {term} started at {} in the liveness phase and was still open \
+                 at {}, more than the {bound_ms}ms bound later",
+                At(started.at_ms),
+                At(now_ms)
+            )
+        };
         let live = self.replicas.get(replica)?;
         let event = event.or(live.recent.last()).unwrap_or(&started);
-        let context = [Some(&started)].into_iter().chain(live.recent.iter());
+        let context = [Some(&started), self.healed.as_ref()]
+            .into_iter()
+            .chain(live.recent.iter());
         Some(Violation::new(Invariant::Liveness, event, context, sentence).dated(now_ms))
     }
 
@@ -172,7 +197,9 @@ impl Checker for Liveness {
         let verdict = match (event.event.kind, replica_of(event)) {
             (EventKind::Phase(phase), _) => {
                 if phase >= Phase::Liveness && self.healed.is_none() {
+                    // From here on, terms still open are bounded too.
                     self.healed = Some(event.clone());
+                    self.refresh_deadline();
                 }
                 (phase == Phase::End).then(|| self.unresolved_stop(Some(event), event.at_ms))
             }
@@ -184,8 +211,7 @@ impl Checker for Liveness {
                 _,
             ) if remaining > 0 => Some(Some(self.backlog(event, eligible_before_ms, remaining))),
             (kind, Some(replica)) => {
-                let healed = self.healed.is_some();
-                self.replicas.at(replica).observe(event, healed);
+                self.replicas.at(replica).observe(event);
                 match kind {
                     EventKind::TermStarted { .. } => self.refresh_deadline(),
                     EventKind::TermEnded { .. } => {
@@ -229,6 +255,33 @@ mod tests {
         script.at(60_000).world(EventKind::Phase(Phase::Liveness));
         script.end(R1, 1, EndKind::Drained, 0);
         assert_holds(Invariant::Liveness, &script);
+    }
+
+    #[test]
+    fn liveness_breaks_on_a_term_open_at_healing_that_never_ends() {
+        let mut script = Script::new();
+        script.world(EventKind::Phase(Phase::Safety));
+        script.at(100).start(R2, 3);
+        script.acquire(R2, 1);
+        script.at(10_000).world(EventKind::Phase(Phase::Liveness));
+        script.at(14_000).start(R1, 1);
+        let seq = script.at(15_001).clock(R1, 15_001);
+        let words = [
+            "r2's term 3, open since t=100ms when faults healed at t=10000ms, had not ended by \
+              t=15001ms (bound 5000ms)",
+        ];
+        assert_broken(Invariant::Liveness, &script, seq, &words);
+        // At the end of the run too, with the replica's last event as the offending one.
+        let mut script = Script::new();
+        script.at(100).start(R1, 2);
+        let seq = script.clock(R1, 100);
+        script.at(10_000).world(EventKind::Phase(Phase::Liveness));
+        script.at(20_000);
+        let words = [
+            "r1's term 2, open since t=100ms",
+            "had not ended by t=20000ms",
+        ];
+        assert_broken(Invariant::Liveness, &script, seq, &words);
     }
 
     #[test]

@@ -151,6 +151,7 @@ impl Script {
             token_current: true,
             current_token: Some(token),
             newest_created_ms,
+            held_back: 0,
         };
         self.apply(call, applied);
         self.step();

@@ -283,6 +283,7 @@ mod tests {
                     token_current: false,
                     current_token: Some(9),
                     newest_created_ms: None,
+                    held_back: 0,
                 },
             )
         };

@@ -9,6 +9,9 @@
 //! - *term ledger*: what one replica sent and received in its latest term: the calls waiting
 //!   for an answer, the leases received, the renewal that lost leadership, the releases.
 //!   Only answers to calls sent in the same term count.
+//! - *term flow*: a term ledger plus the shape of the term's deletion and its neighbours: the
+//!   first call, the first acquire and release calls, each delete's limit until it is
+//!   answered, the first short or failed delete answer, and the incarnation's stop.
 
 use leasesim_events::{Answer, Event, EventKind, OpKind, ReplicaId, Request};
 use leasesim_rt::Stamped;
@@ -147,6 +150,8 @@ struct Waiting {
     op: OpKind,
     /// The lease token a release carries (0 for other operations).
     release_token: u64,
+    /// When it was sent (virtual ms).
+    sent_ms: u64,
 }
 
 /// What one replica sent and received in its latest term (kept after the term ends, until
@@ -216,6 +221,11 @@ impl TermLedger {
         self.released.as_ref().map(|(_, call)| call)
     }
 
+    /// The calls of the latest term still waiting for their answer: id, operation, sent at.
+    pub(crate) fn in_flight(&self) -> impl Iterator<Item = (u64, OpKind, u64)> + '_ {
+        self.waiting.iter().map(|w| (w.call, w.op, w.sent_ms))
+    }
+
     fn start(&mut self, event: &Stamped<Event>) {
         self.open = true;
         self.started = Some(event.clone());
@@ -229,6 +239,8 @@ impl TermLedger {
         self.released = None;
         self.release_answered = None;
         self.rows_answered = 0;
+        // invariant: a new term starts with nothing sent, received or lost.
+        debug_assert!(self.waiting.is_empty() && self.tokens.is_empty() && !self.acquired);
     }
 
     fn sent(&mut self, event: &Stamped<Event>, call: u64, request: Request) {
@@ -240,6 +252,7 @@ impl TermLedger {
             call,
             op: request.op(),
             release_token,
+            sent_ms: event.at_ms,
         });
         if let Request::Release { lease } = request
             && self
@@ -287,5 +300,90 @@ impl TermLedger {
             self.latest = Some((token, answer.clone()));
         }
         debug_assert!(self.latest_token() >= Some(token));
+    }
+}
+
+/// One replica's latest term as a sequence of steps (see *term flow*), for the checkers of
+/// how a term begins and ends. Kept after the term ends, until the next one starts.
+#[derive(Debug, Default)]
+pub(crate) struct TermFlow {
+    pub(crate) ledger: TermLedger,
+    /// The term's first call.
+    pub(crate) first_call: Option<Stamped<Event>>,
+    /// The term's first acquire call.
+    pub(crate) acquire_call: Option<Stamped<Event>>,
+    /// The term's first release call.
+    pub(crate) release_call: Option<Stamped<Event>>,
+    /// Delete calls of the term not answered yet, with their limit.
+    limits: Vec<(u64, u32)>,
+    /// The first delete answer of the term with fewer rows than asked, and that limit.
+    pub(crate) short: Option<(Stamped<Event>, u32)>,
+    /// The first delete answer of the term that was an error.
+    pub(crate) delete_error: Option<Stamped<Event>>,
+    /// The incarnation's first `StopCalled` (cleared by `Restarted`).
+    pub(crate) stop: Option<Stamped<Event>>,
+}
+
+impl TermFlow {
+    /// Reads one event of this flow's replica.
+    pub(crate) fn observe(&mut self, event: &Stamped<Event>) {
+        self.ledger.observe(event);
+        match event.event.kind {
+            EventKind::TermStarted { .. } => {
+                self.first_call = None;
+                self.acquire_call = None;
+                self.release_call = None;
+                self.limits.clear();
+                self.short = None;
+                self.delete_error = None;
+                // invariant: the flow of a new term is empty, whatever the last one left.
+                debug_assert!(self.ledger.open && self.first_call.is_none());
+            }
+            EventKind::StopCalled => {
+                self.stop.get_or_insert_with(|| event.clone());
+            }
+            // invariant: a fresh incarnation starts unstopped.
+            EventKind::Restarted => self.stop = None,
+            EventKind::Call { call, request } if self.ledger.open => {
+                self.first_call.get_or_insert_with(|| event.clone());
+                match request {
+                    Request::Acquire => {
+                        self.acquire_call.get_or_insert_with(|| event.clone());
+                    }
+                    Request::Release { .. } => {
+                        self.release_call.get_or_insert_with(|| event.clone());
+                    }
+                    Request::Delete { limit, .. } => self.limits.push((call, limit)),
+                    Request::Renew { .. } => {}
+                }
+            }
+            EventKind::Answered {
+                call,
+                op: OpKind::Delete,
+                answer,
+            } => self.delete_answered(event, call, answer),
+            _ => {}
+        }
+    }
+
+    fn delete_answered(&mut self, event: &Stamped<Event>, call: u64, answer: Answer) {
+        let Some(index) = self.limits.iter().position(|(sent, _)| *sent == call) else {
+            return;
+        };
+        let (_, limit) = self.limits.swap_remove(index);
+        match answer {
+            Answer::Rows(rows) if rows < limit => {
+                self.short.get_or_insert_with(|| (event.clone(), limit));
+            }
+            Answer::Failed(_) => {
+                self.delete_error.get_or_insert_with(|| event.clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// A delete of the term is waiting for its answer.
+    pub(crate) fn deleting(&self) -> bool {
+        !self.limits.is_empty()
     }
 }

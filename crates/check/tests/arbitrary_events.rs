@@ -82,6 +82,7 @@ fn applied() -> impl Strategy<Value = Applied> {
                 token_current,
                 current_token: Some(1),
                 newest_created_ms,
+                held_back: 0,
             }
         ),
         Just(Applied::DeleteRefused {

@@ -55,6 +55,12 @@ pub(crate) struct Flaws {
     /// After an acquire that did not answer a lease, the lease kept from the previous term is
     /// released anyway.
     pub(crate) leftover_release: bool,
+    /// Renewals send the lease from acquire, not the latest one.
+    pub(crate) renew_acquired: bool,
+    /// The term stops once a whole batch no longer fits under the cap (it deletes
+    /// `cap / batch` whole batches), so the remainder of a cap that is not a multiple of the
+    /// batch is never deleted.
+    pub(crate) whole_batches: bool,
 }
 
 impl Flaws {
@@ -69,5 +75,7 @@ impl Flaws {
         renew_error_no_release: false,
         acquired_token: false,
         leftover_release: false,
+        renew_acquired: false,
+        whole_batches: false,
     };
 }

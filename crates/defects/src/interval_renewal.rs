@@ -15,7 +15,9 @@
 //! Unchanged: ticks stop when deletion ends or on stop, and the renewals still in flight are
 //! awaited before the latest lease is released.
 //!
-//! Caught by: `serial-renewal` (and `no-delete-after-loss` when a renewal fails).
+//! Caught by: `serial-renewal` (and `no-delete-after-loss` when a renewal fails, and
+//! `renew-latest` when a tick sends the latest lease it has taken before it takes the answer
+//! that replaced it).
 
 use crate::DefectInfo;
 use crate::declare::defective_worker;
@@ -30,7 +32,7 @@ pub const INFO: DefectInfo = DefectInfo {
     description: "renewals fire on a fixed interval without waiting for the previous one; \
                   answers replace the latest lease in arrival order; a None or an error is \
                   ignored and deletion continues",
-    caught_by: &["serial-renewal", "no-delete-after-loss"],
+    caught_by: &["serial-renewal", "no-delete-after-loss", "renew-latest"],
 };
 
 defective_worker! {

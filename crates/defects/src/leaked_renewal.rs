@@ -15,7 +15,8 @@
 //! renewal succeeds and rotates the new term's token away from under it. `stop()` still
 //! cancels the loop (and waits for it).
 //!
-//! Caught by: `renewal-stops`.
+//! Caught by: `renewal-stops` (and `release-last` when the leaked timer fires between the
+//! term's release and its end).
 
 use crate::DefectInfo;
 use crate::declare::defective_worker;
@@ -29,7 +30,7 @@ pub const INFO: DefectInfo = DefectInfo {
     name: NAME,
     description: "the renewal loop is not cancelled when the term ends and keeps renewing the \
                   ended term's lease until a renewal fails",
-    caught_by: &["renewal-stops"],
+    caught_by: &["renewal-stops", "release-last"],
 };
 
 defective_worker! {

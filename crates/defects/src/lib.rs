@@ -29,8 +29,10 @@ pub mod moving_cutoff;
 pub mod naive;
 pub mod renew_error_no_release;
 pub mod stale_release;
+pub mod stale_renewal;
 pub mod uncapped;
 pub mod unjoined_stop;
+pub mod whole_batches;
 
 use std::rc::Rc;
 
@@ -46,8 +48,10 @@ pub use moving_cutoff::MovingCutoffWorker;
 pub use naive::NaiveWorker;
 pub use renew_error_no_release::RenewErrorNoReleaseWorker;
 pub use stale_release::StaleReleaseWorker;
+pub use stale_renewal::StaleRenewalWorker;
 pub use uncapped::UncappedWorker;
 pub use unjoined_stop::UnjoinedStopWorker;
+pub use whole_batches::WholeBatchesWorker;
 
 /// One defective worker as the harness lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +65,7 @@ pub struct DefectInfo {
 }
 
 /// Every defective worker: `naive` first, then the seed review's five findings one by one,
-/// then the extras.
+/// then the extras (the last two found by the contract audit of issue 11).
 pub const DEFECTS: &[DefectInfo] = &[
     naive::INFO,
     interval_renewal::INFO,
@@ -75,6 +79,8 @@ pub const DEFECTS: &[DefectInfo] = &[
     renew_error_no_release::INFO,
     acquired_token::INFO,
     leftover_release::INFO,
+    stale_renewal::INFO,
+    whole_batches::INFO,
 ];
 
 /// The factory of the defective worker called `name` (any name in [`DEFECTS`]).
@@ -92,6 +98,8 @@ pub fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
         renew_error_no_release::NAME => RenewErrorNoReleaseWorker::from_ports,
         acquired_token::NAME => AcquiredTokenWorker::from_ports,
         leftover_release::NAME => LeftoverReleaseWorker::from_ports,
+        stale_renewal::NAME => StaleRenewalWorker::from_ports,
+        whole_batches::NAME => WholeBatchesWorker::from_ports,
         _ => return None,
     };
     Some(Rc::new(build))

@@ -9,11 +9,12 @@ use lease_worker::{Clock, ConfigError, Lease, Leases, PortError, Records, TermEn
 use leasesim_defects::{
     AcquiredTokenWorker, DEFECTS, DeleteAfterLossWorker, EarlyCutoffWorker, IntervalRenewalWorker,
     LeakedRenewalWorker, LeftoverReleaseWorker, MovingCutoffWorker, NaiveWorker,
-    RenewErrorNoReleaseWorker, StaleReleaseWorker, UncappedWorker, UnjoinedStopWorker, factory,
+    RenewErrorNoReleaseWorker, StaleReleaseWorker, StaleRenewalWorker, UncappedWorker,
+    UnjoinedStopWorker, WholeBatchesWorker, factory,
 };
 
-/// The invariants of the contract, by name.
-const INVARIANTS: [&str; 15] = [
+/// The invariants of the contract and of its audit, by name.
+const INVARIANTS: [&str; 25] = [
     "stale-token-delete",
     "latest-token",
     "no-delete-after-loss",
@@ -29,6 +30,16 @@ const INVARIANTS: [&str; 15] = [
     "stop-joins",
     "no-eligible-miss",
     "liveness",
+    "renew-latest",
+    "renewal-pause",
+    "acquire-first",
+    "refused-acquire-ends",
+    "full-batch",
+    "short-batch-ends",
+    "delete-error-ends",
+    "no-early-stop",
+    "release-last",
+    "term-report",
 ];
 
 #[test]
@@ -49,6 +60,8 @@ fn defects_are_listed_in_the_documented_order() {
             "renew-error-no-release",
             "acquired-token",
             "leftover-release",
+            "stale-renewal",
+            "whole-batches",
         ]
     );
 }
@@ -187,4 +200,6 @@ fn every_worker_validates_like_the_core_and_does_nothing_after_stop() {
     keeps_the_correct_shell!(RenewErrorNoReleaseWorker);
     keeps_the_correct_shell!(AcquiredTokenWorker);
     keeps_the_correct_shell!(LeftoverReleaseWorker);
+    keeps_the_correct_shell!(StaleRenewalWorker);
+    keeps_the_correct_shell!(WholeBatchesWorker);
 }

@@ -107,6 +107,24 @@ delay_ms = [0, 20]
 rows = 2_000
 "#;
 
+/// A 64-row batch under a 300-row cap (not a multiple) with plenty of eligible rows, so terms
+/// reach the cap's remainder.
+const ODD_CAP: &str = r#"
+description = "a cap that is not a multiple of the batch"
+replicas = 2
+duration_ms = 6_000
+liveness_ms = 3_000
+
+[worker]
+batch_rows = 64
+cap_rows = 300
+
+[store]
+rows = 4_000
+created_from_ms = -900_000
+created_to_ms = -400_000
+"#;
+
 /// The seeds every inline scenario runs under.
 const SEEDS: [u64; 6] = [0, 1, 2, 3, 4, 5];
 
@@ -164,7 +182,12 @@ fn interval_renewal_has_renewals_in_flight_together() {
     let sightings = sightings_over(&contention(), &defective("interval-renewal"), &SEEDS);
     // Out-of-order answers make the latest lease an older one; ignored failures let
     // deletion go on.
-    let tolerated = [StaleRelease, DeleteAfterLoss, DeleteWithOldToken];
+    let tolerated = [
+        StaleRelease,
+        DeleteAfterLoss,
+        DeleteWithOldToken,
+        RenewWithOldToken,
+    ];
     assert_shows(
         "interval-renewal",
         &sightings,
@@ -275,13 +298,29 @@ fn leftover_release_releases_without_ownership() {
 }
 
 #[test]
+fn stale_renewal_renews_with_a_superseded_token() {
+    let sightings = sightings_over(&scenario(RENEWING), &defective("stale-renewal"), &SEEDS);
+    assert_shows("stale-renewal", &sightings, &[RenewWithOldToken], &[]);
+}
+
+#[test]
+fn whole_batches_claims_the_cap_below_it_only_when_the_cap_is_not_a_multiple() {
+    let factory = defective("whole-batches");
+    let sightings = sightings_over(&scenario(ODD_CAP), &factory, &SEEDS);
+    assert_shows("whole-batches", &sightings, &[CapClaimedEarly], &[]);
+    let sightings = sightings_over(&shipped("backlog-cap"), &factory, &[0, 1]);
+    assert_shows("whole-batches on backlog-cap", &sightings, &[], &[]);
+}
+
+#[test]
 fn the_correct_worker_shows_no_pattern_on_the_same_runs() {
     let correct: Rc<WorkerFactory> = Rc::new(correct_worker);
-    let runs: [(Rc<Scenario>, &[u64]); 4] = [
+    let runs: [(Rc<Scenario>, &[u64]); 5] = [
         (contention(), &SEEDS),
         (shipped("backlog-cap"), &[0]),
         (scenario(STOP_IN_ACQUIRE), &SEEDS),
         (scenario(RENEWING), &SEEDS),
+        (scenario(ODD_CAP), &SEEDS),
     ];
     for (scenario, seeds) in &runs {
         let sightings = sightings_over(scenario, &correct, seeds);

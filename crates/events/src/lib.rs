@@ -15,6 +15,8 @@
 //! Events are small `Copy` values: fuzzing emits millions of them and keeps none.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::mem;
 
 use serde::Serialize;
 
@@ -133,7 +135,11 @@ impl Request {
 }
 
 /// What the service did when it applied a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+///
+/// `Hash` and `Debug` are written out (not derived) only so that a full answer
+/// (`held_back == 0`) hashes and prints exactly as it did before short answers existed (as
+/// its JSON does, by skipping the zero): traces of runs without the fault stay what they were.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Applied {
     /// Acquire granted. `replaced`: the token of an expired lease this grant took over.
@@ -154,16 +160,98 @@ pub enum Applied {
     /// Delete applied. `token_current`: the token was the current unexpired one at this
     /// instant (always true when the store enforces fencing); `current_token` is the lease
     /// that was current then, if any. `newest_created_ms`: creation time of the newest row
-    /// deleted (None when no row was deleted).
+    /// deleted (None when no row was deleted). `held_back`: a short answer (fault): this many
+    /// more eligible rows were within the limit but left in the store, as `DELETE ... LIMIT n`
+    /// with `SKIP LOCKED` can do; 0 for a full answer.
     Deleted {
         rows: u32,
         token_current: bool,
         current_token: Option<u64>,
         newest_created_ms: Option<u64>,
+        #[serde(skip_serializing_if = "is_zero")]
+        held_back: u32,
     },
     /// Delete refused by the store's fencing check; `current_token` is the lease that was
     /// current then, if any.
     DeleteRefused { current_token: Option<u64> },
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
+}
+
+impl Hash for Applied {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // As `#[derive(Hash)]` does: the discriminant, then the fields in order.
+        mem::discriminant(self).hash(state);
+        match self {
+            Applied::Granted { lease, replaced } => {
+                lease.hash(state);
+                replaced.hash(state);
+            }
+            Applied::Busy { holder_token } => holder_token.hash(state),
+            Applied::Renewed { lease } => lease.hash(state),
+            Applied::RenewRefused | Applied::Released | Applied::FreedNothing => {}
+            Applied::Deleted {
+                rows,
+                token_current,
+                current_token,
+                newest_created_ms,
+                held_back,
+            } => {
+                rows.hash(state);
+                token_current.hash(state);
+                current_token.hash(state);
+                newest_created_ms.hash(state);
+                if *held_back > 0 {
+                    held_back.hash(state);
+                }
+            }
+            Applied::DeleteRefused { current_token } => current_token.hash(state),
+        }
+    }
+}
+
+impl fmt::Debug for Applied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // As `#[derive(Debug)]` prints, except that a zero `held_back` is left out.
+        match self {
+            Applied::Granted { lease, replaced } => f
+                .debug_struct("Granted")
+                .field("lease", lease)
+                .field("replaced", replaced)
+                .finish(),
+            Applied::Busy { holder_token } => f
+                .debug_struct("Busy")
+                .field("holder_token", holder_token)
+                .finish(),
+            Applied::Renewed { lease } => f.debug_struct("Renewed").field("lease", lease).finish(),
+            Applied::RenewRefused => f.write_str("RenewRefused"),
+            Applied::Released => f.write_str("Released"),
+            Applied::FreedNothing => f.write_str("FreedNothing"),
+            Applied::Deleted {
+                rows,
+                token_current,
+                current_token,
+                newest_created_ms,
+                held_back,
+            } => {
+                let mut out = f.debug_struct("Deleted");
+                out.field("rows", rows)
+                    .field("token_current", token_current)
+                    .field("current_token", current_token)
+                    .field("newest_created_ms", newest_created_ms);
+                if *held_back > 0 {
+                    out.field("held_back", held_back);
+                }
+                out.finish()
+            }
+            Applied::DeleteRefused { current_token } => f
+                .debug_struct("DeleteRefused")
+                .field("current_token", current_token)
+                .finish(),
+        }
+    }
 }
 
 /// Why a call gave the worker an error.
@@ -319,5 +407,108 @@ impl Event {
             replica: Some(replica),
             kind,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::DefaultHasher;
+
+    use super::*;
+
+    /// `Applied` as it was derived before short answers existed.
+    #[derive(Debug, Hash)]
+    enum Before {
+        Granted {
+            lease: LeaseView,
+            replaced: Option<u64>,
+        },
+        Busy {
+            holder_token: u64,
+        },
+        Renewed {
+            lease: LeaseView,
+        },
+        RenewRefused,
+        Released,
+        FreedNothing,
+        Deleted {
+            rows: u32,
+            token_current: bool,
+            current_token: Option<u64>,
+            newest_created_ms: Option<u64>,
+        },
+        DeleteRefused {
+            current_token: Option<u64>,
+        },
+    }
+
+    fn hash_of(value: &impl Hash) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        value.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    fn deleted(held_back: u32) -> Applied {
+        Applied::Deleted {
+            rows: 7,
+            token_current: true,
+            current_token: Some(3),
+            newest_created_ms: None,
+            held_back,
+        }
+    }
+
+    #[test]
+    fn a_full_answer_prints_and_hashes_as_before_short_answers_existed() {
+        let lease = LeaseView {
+            token: 4,
+            expires_at_ms: 9,
+        };
+        let pairs = [
+            (
+                Applied::Granted {
+                    lease,
+                    replaced: Some(2),
+                },
+                Before::Granted {
+                    lease,
+                    replaced: Some(2),
+                },
+            ),
+            (
+                Applied::Busy { holder_token: 4 },
+                Before::Busy { holder_token: 4 },
+            ),
+            (Applied::Renewed { lease }, Before::Renewed { lease }),
+            (Applied::RenewRefused, Before::RenewRefused),
+            (Applied::Released, Before::Released),
+            (Applied::FreedNothing, Before::FreedNothing),
+            (
+                deleted(0),
+                Before::Deleted {
+                    rows: 7,
+                    token_current: true,
+                    current_token: Some(3),
+                    newest_created_ms: None,
+                },
+            ),
+            (
+                Applied::DeleteRefused {
+                    current_token: None,
+                },
+                Before::DeleteRefused {
+                    current_token: None,
+                },
+            ),
+        ];
+        for (now, before) in &pairs {
+            assert_eq!(format!("{now:?}"), format!("{before:?}"));
+            assert_eq!(format!("{now:#?}"), format!("{before:#?}"));
+            assert_eq!(hash_of(now), hash_of(before), "{now:?}");
+        }
+        let short = deleted(5);
+        assert!(format!("{short:?}").ends_with("held_back: 5 }"));
+        assert_ne!(hash_of(&short), hash_of(&deleted(0)));
     }
 }

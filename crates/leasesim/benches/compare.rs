@@ -48,7 +48,7 @@ use std::hint::black_box;
 use std::rc::Rc;
 use std::time::Duration;
 
-use leasesim::runner::{RunSpec, check_config, expected_invariants};
+use leasesim::runner::{RunSpec, check_config, clock_config, expected_invariants};
 use leasesim::{Invariant, Scenario};
 use leasesim_check::{CheckerSet, Coverage};
 use leasesim_events::{Event, EventKind, Phase};
@@ -83,19 +83,18 @@ struct Observers {
 }
 
 impl Observers {
-    fn new(scenario: &Scenario) -> Observers {
-        let config = check_config(scenario);
+    fn new(scenario: &Scenario, profile: &FaultProfile) -> Observers {
+        let (config, clocks) = (check_config(scenario, profile), clock_config(profile));
         let expected_list = expected_invariants(scenario);
         let checked_list: Vec<Invariant> = Invariant::ALL
             .into_iter()
             .filter(|i| !expected_list.contains(i))
             .collect();
+        let set =
+            |invariants: &[Invariant]| CheckerSet::only(&config, invariants).with_clocks(&clocks);
         Observers {
-            checked: CheckerSet::only(&config, &checked_list),
-            expected: expected_list
-                .iter()
-                .map(|&i| CheckerSet::only(&config, &[i]))
-                .collect(),
+            checked: set(&checked_list),
+            expected: expected_list.iter().map(|&i| set(&[i])).collect(),
             coverage: Coverage::new(),
         }
     }
@@ -116,8 +115,9 @@ impl Observers {
 struct TokioEnv {
     start: tokio::time::Instant,
     choices: RefCell<ChoiceSource>,
-    /// `None` in counted mode.
-    observers: Option<RefCell<Observers>>,
+    checked: bool,
+    /// `None` in counted mode, and until the profile is drawn.
+    observers: RefCell<Option<Observers>>,
     next_seq: Cell<u64>,
     trace_hash: Cell<u64>,
     reached_end: Cell<bool>,
@@ -125,21 +125,29 @@ struct TokioEnv {
 
 impl TokioEnv {
     /// Must be called inside the runtime (the paused clock is the runtime's).
-    fn new(scenario: &Scenario, seed: u64, mode: Mode) -> TokioEnv {
+    fn new(seed: u64, mode: Mode) -> TokioEnv {
         TokioEnv {
             start: tokio::time::Instant::now(),
             choices: RefCell::new(ChoiceSource::new(Feed::Seed(seed), false)),
-            observers: (mode == Mode::Checked).then(|| RefCell::new(Observers::new(scenario))),
+            checked: mode == Mode::Checked,
+            observers: RefCell::new(None),
             next_seq: Cell::new(0),
             trace_hash: Cell::new(0),
             reached_end: Cell::new(false),
         }
     }
 
+    /// In checked mode, builds the observers for the drawn profile (as `leasesim::runner`).
+    fn observe(&self, scenario: &Scenario, profile: &FaultProfile) {
+        if self.checked {
+            *self.observers.borrow_mut() = Some(Observers::new(scenario, profile));
+        }
+    }
+
     /// Runs the checkers' end-of-run checks; the failing invariant, if any.
     fn verdict(&self, end_ms: u64) -> Option<String> {
-        let observers = self.observers.as_ref()?;
-        let mut observers = observers.borrow_mut();
+        let mut observers = self.observers.borrow_mut();
+        let observers = observers.as_mut()?;
         if observers.checked.violation().is_none() {
             observers.checked.finish(end_ms);
         }
@@ -194,8 +202,8 @@ impl Env for TokioEnv {
             .set(mix(self.trace_hash.get(), stable_hash(&stamped)));
         // A violation would halt a leasesim run; here the run goes on and the verdict is read
         // at the end (none is expected of the correct worker).
-        if let Some(observers) = &self.observers {
-            black_box(observers.borrow_mut().on_event(&stamped));
+        if let Some(observers) = self.observers.borrow_mut().as_mut() {
+            black_box(observers.on_event(&stamped));
         }
     }
 }
@@ -302,9 +310,10 @@ fn tokio_seed(
 ) -> SeedResult {
     let local = tokio::task::LocalSet::new();
     let result = local.block_on(runtime, async {
-        let env = Rc::new(TokioEnv::new(scenario, seed, mode));
+        let env = Rc::new(TokioEnv::new(seed, mode));
         let dyn_env: Rc<dyn Env> = env.clone();
         let profile = FaultProfile::draw(scenario, &*dyn_env);
+        env.observe(scenario, &profile);
         let world = Rc::new(World::new(scenario.clone(), profile, dyn_env));
         run_phases(world.clone(), factory.clone()).await;
         world.teardown();

@@ -168,7 +168,7 @@ fn rows_deleted(scenario: &Rc<Scenario>) -> u64 {
         &common::correct_factory(),
         SimConfig::seeded(0).with_recording(false),
         false,
-        Some(observer),
+        Some(Box::new(move |_: &leasesim_world::FaultProfile| observer)),
     );
     std::hint::black_box(run.events_emitted);
     deleted.get()

@@ -6,11 +6,15 @@
 //! - *scenario reference*: what `--scenario` takes: a builtin name, a path to a `.toml` file,
 //!   or `all` (every builtin).
 //! - *worker*: `correct` (the production core) or a defective worker by name.
+//! - *resolved scenario*: a parsed scenario whose names the harness has checked too: every
+//!   name in `expect = [...]` is an invariant (the world crate, which parses the file, does
+//!   not know the invariants). Every way in (`--scenario`, the library's `check`) resolves.
 
 use std::path::Path;
 use std::rc::Rc;
 
-use leasesim_world::{Scenario, WorkerFactory, correct_worker};
+use leasesim_check::Invariant;
+use leasesim_world::{Scenario, ScenarioError, WorkerFactory, correct_worker};
 
 use crate::error::UsageError;
 
@@ -25,7 +29,45 @@ pub fn builtin_names() -> Vec<&'static str> {
 pub fn builtin(name: &str) -> Option<Result<Scenario, UsageError>> {
     let (name, text) = BUILTIN.iter().find(|(builtin, _)| *builtin == name)?;
     let source = format!("scenarios/{name}.toml");
-    Some(Scenario::parse(name, &source, text).map_err(UsageError::Scenario))
+    Some(
+        Scenario::parse(name, &source, text)
+            .and_then(checked)
+            .map_err(UsageError::Scenario),
+    )
+}
+
+/// Reads and checks a scenario file (see *resolved scenario*).
+pub fn load(path: &Path) -> Result<Scenario, UsageError> {
+    Scenario::load(path)
+        .and_then(checked)
+        .map_err(UsageError::Scenario)
+}
+
+/// The scenario, if every name in its `expect` list is an invariant; otherwise the first
+/// unknown name, at the place it is written, with the valid names.
+pub fn checked(scenario: Scenario) -> Result<Scenario, ScenarioError> {
+    let unknown = scenario
+        .expect
+        .iter()
+        .find(|(name, _)| Invariant::from_name(name).is_none());
+    if let Some((name, location)) = unknown {
+        let valid: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+        return Err(ScenarioError {
+            location: location.clone(),
+            message: format!(
+                "expect: unknown invariant `{name}`; valid: {}",
+                valid.join(", ")
+            ),
+        });
+    }
+    // invariant: a resolved scenario expects only invariants the checkers know.
+    debug_assert!(
+        scenario
+            .expect
+            .iter()
+            .all(|(name, _)| Invariant::from_name(name).is_some())
+    );
+    Ok(scenario)
 }
 
 /// Resolves `--scenario`: a builtin name, a path to a scenario file, or `all`.
@@ -41,9 +83,7 @@ pub fn resolve_scenarios(reference: &str) -> Result<Vec<Scenario>, UsageError> {
     }
     let looks_like_path = reference.ends_with(".toml") || reference.contains('/');
     if looks_like_path || Path::new(reference).is_file() {
-        return Ok(vec![
-            Scenario::load(Path::new(reference)).map_err(UsageError::Scenario)?,
-        ]);
+        return Ok(vec![load(Path::new(reference))?]);
     }
     Err(UsageError::UnknownName {
         what: "scenario",

@@ -24,8 +24,9 @@ pub trait IntoScenario {
 }
 
 impl IntoScenario for Scenario {
+    /// The scenario as given; panics if its `expect` list names an unknown invariant.
     fn into_scenario(self) -> Scenario {
-        self
+        catalog::checked(self).unwrap_or_else(|err| panic!("{err}"))
     }
 }
 
@@ -42,7 +43,7 @@ impl IntoScenario for &str {
 
 impl IntoScenario for &Path {
     fn into_scenario(self) -> Scenario {
-        Scenario::load(self).unwrap_or_else(|err| panic!("{err}"))
+        catalog::load(self).unwrap_or_else(|err| panic!("{err}"))
     }
 }
 

@@ -32,6 +32,7 @@ pub enum Key {
     ReplyLost(OpKind),
     RevokeProbability,
     PauseProbability,
+    ShortDeleteProbability,
     JumpProbability,
     ClockOffsetMs,
     ClockDriftPpm,
@@ -79,7 +80,7 @@ const STOP_MODES: [StopAt; 7] = [
 
 impl Key {
     /// Every key, in canonical order.
-    pub const ALL: [Key; 20] = [
+    pub const ALL: [Key; 21] = [
         Key::Replicas,
         Key::DurationMs,
         Key::LivenessMs,
@@ -97,6 +98,7 @@ impl Key {
         Key::ReplyLost(OPS[3]),
         Key::RevokeProbability,
         Key::PauseProbability,
+        Key::ShortDeleteProbability,
         Key::JumpProbability,
         Key::ClockOffsetMs,
         Key::ClockDriftPpm,
@@ -116,6 +118,7 @@ impl Key {
             Key::ReplyLost(op) => format!("faults.reply_lost.{}", op_key(op)),
             Key::RevokeProbability => "faults.revoke.probability".into(),
             Key::PauseProbability => "faults.pause.probability".into(),
+            Key::ShortDeleteProbability => "faults.short_delete".into(),
             Key::JumpProbability => "clocks.jump.probability".into(),
             Key::ClockOffsetMs => "clocks.offset_ms".into(),
             Key::ClockDriftPpm => "clocks.drift_ppm".into(),
@@ -137,6 +140,7 @@ impl Key {
             | Key::ReplyLost(_)
             | Key::RevokeProbability
             | Key::PauseProbability
+            | Key::ShortDeleteProbability
             | Key::JumpProbability => Kind::Probability,
         }
     }
@@ -156,6 +160,7 @@ impl Key {
             Key::ReplyLost(op) => Value::Probability(faults.reply_lost.get(op).get()),
             Key::RevokeProbability => Value::Probability(faults.revoke.probability.get()),
             Key::PauseProbability => Value::Probability(faults.pause.probability.get()),
+            Key::ShortDeleteProbability => Value::Probability(faults.short_delete.get()),
             Key::JumpProbability => Value::Probability(scenario.clocks.jump.probability.get()),
             Key::ClockOffsetMs => Value::Range(scenario.clocks.offset_ms),
             Key::ClockDriftPpm => Value::Range(scenario.clocks.drift_ppm),
@@ -344,6 +349,9 @@ fn write(scenario: &mut Scenario, o: Override) {
         }
         (Key::PauseProbability, Value::Probability(p)) => {
             faults.pause.probability = probability(p);
+        }
+        (Key::ShortDeleteProbability, Value::Probability(p)) => {
+            faults.short_delete = probability(p);
         }
         (Key::JumpProbability, Value::Probability(p)) => {
             scenario.clocks.jump.probability = probability(p);

@@ -21,7 +21,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use leasesim_check::{CheckConfig, CheckerSet, Coverage, Invariant, Violation};
+use leasesim_check::{CheckConfig, CheckerSet, ClockConfig, Coverage, Invariant, Violation};
 use leasesim_events::Event;
 use leasesim_rt::{
     Choice, Feed, Flow, Interrupt, RunOutcome, SimConfig, Stamped, Strategy, TaskInfo,
@@ -278,13 +278,22 @@ pub fn checker_set(scenario: &Scenario) -> String {
     format!("{halting} halting; observing: {}", names.join(", "))
 }
 
-/// The checker configuration for a scenario.
-pub fn check_config(scenario: &Scenario) -> CheckConfig {
+/// The checker configuration of one run: the worker settings its profile drew (with swarm
+/// they differ from the scenario's) and the scenario's bounds.
+pub fn check_config(scenario: &Scenario, profile: &FaultProfile) -> CheckConfig {
     CheckConfig {
-        batch_rows: scenario.worker.batch_rows,
-        cap_rows: scenario.worker.cap_rows,
-        retention_ms: scenario.worker.retention_ms,
+        batch_rows: profile.worker.batch_rows,
+        cap_rows: profile.worker.cap_rows,
+        retention_ms: profile.worker.retention_ms,
         term_bound_ms: scenario.term_bound_ms,
+    }
+}
+
+/// How the run's workers keep time: their drawn renewal interval and each replica's drift.
+pub fn clock_config(profile: &FaultProfile) -> ClockConfig {
+    ClockConfig {
+        renew_every_ms: profile.worker.renew_every_ms,
+        drift_ppm: profile.clocks.iter().map(|clock| clock.drift_ppm).collect(),
     }
 }
 
@@ -299,19 +308,18 @@ struct Observers {
 }
 
 impl Observers {
-    fn new(scenario: &Scenario, event_limit: Option<u64>) -> Observers {
-        let config = check_config(scenario);
+    fn new(scenario: &Scenario, profile: &FaultProfile, event_limit: Option<u64>) -> Observers {
+        let (config, clocks) = (check_config(scenario, profile), clock_config(profile));
         let expected_list = expected_invariants(scenario);
         let checked_list: Vec<Invariant> = Invariant::ALL
             .into_iter()
             .filter(|i| !expected_list.contains(i))
             .collect();
+        let set =
+            |invariants: &[Invariant]| CheckerSet::only(&config, invariants).with_clocks(&clocks);
         Observers {
-            checked: CheckerSet::only(&config, &checked_list),
-            expected: expected_list
-                .iter()
-                .map(|&i| CheckerSet::only(&config, &[i]))
-                .collect(),
+            checked: set(&checked_list),
+            expected: expected_list.iter().map(|&i| set(&[i])).collect(),
             coverage: Coverage::new(),
             events: 0,
             event_limit: event_limit.unwrap_or(u64::MAX),
@@ -337,11 +345,19 @@ impl Observers {
 
 /// Runs one simulation and checks it.
 pub fn run(spec: &RunSpec) -> RunReport {
-    let observers = Rc::new(RefCell::new(Observers::new(
-        &spec.scenario,
-        spec.event_limit,
-    )));
+    // Filled once the profile is drawn: the checkers judge the settings the run drew.
+    let observers: Rc<RefCell<Option<Observers>>> = Rc::new(RefCell::new(None));
     let sink = observers.clone();
+    let (scenario, event_limit) = (spec.scenario.clone(), spec.event_limit);
+    let observe = move |profile: &FaultProfile| -> leasesim_rt::Observer<Event> {
+        *sink.borrow_mut() = Some(Observers::new(&scenario, profile, event_limit));
+        Box::new(move |event: &Stamped<Event>| {
+            let mut observers = sink.borrow_mut();
+            observers
+                .as_mut()
+                .map_or(Flow::Continue, |o| o.on_event(event))
+        })
+    };
     let mut config = SimConfig {
         feed: spec.feed.clone(),
         ..SimConfig::seeded(0)
@@ -359,14 +375,13 @@ pub fn run(spec: &RunSpec) -> RunReport {
         &spec.factory,
         config,
         spec.keep_events,
-        Some(Box::new(move |event: &Stamped<Event>| {
-            sink.borrow_mut().on_event(event)
-        })),
+        Some(Box::new(observe)),
     );
     let mut observers = Rc::try_unwrap(observers)
         .ok()
         .expect("the event log dropped its observer with the simulation")
-        .into_inner();
+        .into_inner()
+        .expect("the observers are built as soon as the profile is drawn");
     let truncated = observers.truncated && observers.checked.violation().is_none();
     let outcome = match truncated {
         true => Outcome::Pass,

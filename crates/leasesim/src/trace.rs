@@ -139,6 +139,7 @@ fn applied_text(applied: &Applied) -> String {
             token_current,
             current_token,
             newest_created_ms,
+            held_back,
         } => {
             let mut text = format!("deleted {rows} rows");
             if let Some(newest) = newest_created_ms {
@@ -147,6 +148,12 @@ fn applied_text(applied: &Applied) -> String {
             if !token_current {
                 let current = current_token.map_or("none".into(), |t| t.to_string());
                 let _ = write!(text, " WITH A STALE TOKEN (current: {current})");
+            }
+            if *held_back > 0 {
+                let _ = write!(
+                    text,
+                    "; short answer (fault): {held_back} more eligible rows held back"
+                );
             }
             text
         }

@@ -1086,6 +1086,66 @@ fn a_malformed_scenario_file_is_refused_with_file_line_and_column() {
 }
 
 #[test]
+fn a_misspelled_expected_invariant_is_refused_at_its_place() {
+    let dir = tempdir();
+    let text = "description = \"x\"\nexpect = [\"stale-token-delete\", \"stale-tokn-delete\"]\n";
+    std::fs::write(dir.path().join("typo.toml"), text).unwrap();
+    let fuzz = [
+        "fuzz",
+        "--scenario",
+        "typo.toml",
+        "--seeds",
+        "1",
+        "--no-failure-db",
+    ];
+    let wanted = [
+        "typo.toml:2:33",
+        "unknown invariant `stale-tokn-delete`",
+        "valid: stale-token-delete, latest-token,",
+    ];
+    assert_refused(dir.path(), &fuzz, &wanted);
+    let replay = ["replay", "--scenario", "typo.toml", "--seed", "0"];
+    assert_refused(dir.path(), &replay, &wanted);
+}
+
+#[test]
+fn worker_settings_the_worker_would_reject_are_refused_at_their_table() {
+    let dir = tempdir();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "batch-above-cap.toml",
+        "description = \"x\"\n\n[worker]\nbatch_rows = 300\ncap_rows = 200\n",
+    );
+    write(
+        "zero-batch.toml",
+        "description = \"x\"\n[worker]\nbatch_rows = 0\n",
+    );
+    assert_refused(
+        dir.path(),
+        &[
+            "fuzz",
+            "--scenario",
+            "batch-above-cap.toml",
+            "--seeds",
+            "1",
+            "--no-failure-db",
+        ],
+        &[
+            "batch-above-cap.toml:3:1",
+            "[worker]: batch_rows (300) must not exceed cap_rows (200)",
+        ],
+    );
+    assert_refused(
+        dir.path(),
+        &["replay", "--scenario", "zero-batch.toml", "--seed", "0"],
+        &[
+            "zero-batch.toml:2:1",
+            "[worker]: batch_rows must be at least 1",
+        ],
+    );
+}
+
+#[test]
 fn an_unwritable_failure_database_is_refused_before_any_seed_runs() {
     let dir = tempdir();
     let fuzz = |failures: &str| {

@@ -189,8 +189,10 @@ enum Probe {
 const PROBES: &[(&str, Probe, &str)] = &[
     ("backlog-cap", EachRun(term_after_term_stops_at_the_cap), "steady"),
     ("clock-skew", EachRun(clocks_read_off_true_time_and_jump), "steady"),
+    ("exact-token-renewal", EachRun(renewals_by_exact_token_fence_a_delete), "steady"),
     ("fencing-off", EachRun(|_, r| a_stale_delete_is_applied(r)), "lease-expiry-successor"),
     ("lease-expiry-successor", EachRun(a_successor_fences_out_the_old_token), "steady"),
+    ("odd-batches", EachRun(the_remainder_is_asked_and_a_short_batch_ends), "steady"),
     ("release-race", EachRun(a_release_frees_nothing), "steady"),
     ("renewal-rejection", EachRun(a_rejected_renewal_ends_the_term), "steady"),
     ("renewal-reorder", EachRun(a_slow_renewal_and_a_renewal_answer_mid_delete), "steady"),
@@ -400,6 +402,59 @@ fn term_after_term_stops_at_the_cap(_: &Scenario, report: &RunReport) -> bool {
         .collect();
     let replicas: BTreeSet<ReplicaId> = capped.iter().copied().collect();
     capped.len() >= 5 && replicas.len() >= 2
+}
+
+/// exact-token-renewal: the lease service renews only for the exact current token, renewals
+/// are granted, and a delete still in flight when a renewal rotated the token is refused.
+fn renewals_by_exact_token_fence_a_delete(scenario: &Scenario, report: &RunReport) -> bool {
+    let renewed = kinds(report).any(|k| {
+        matches!(
+            k,
+            EventKind::Applied {
+                applied: Applied::Renewed { .. },
+                ..
+            }
+        )
+    });
+    scenario.lease.exact_token
+        && renewed
+        && report
+            .coverage
+            .reached()
+            .contains(Situation::StoreRejectedStale)
+}
+
+/// odd-batches: a term asks for exactly the cap's remainder (a cap that is not a multiple of
+/// the batch), and a short answer ends a term.
+fn the_remainder_is_asked_and_a_short_batch_ends(scenario: &Scenario, report: &RunReport) -> bool {
+    let (batch, cap) = (scenario.worker.batch_rows, scenario.worker.cap_rows);
+    let remainder = cap % batch;
+    let asked = kinds(report).any(|k| match k {
+        EventKind::Call {
+            request: Request::Delete { limit, .. },
+            ..
+        } => remainder > 0 && limit == remainder,
+        _ => false,
+    });
+    let short = kinds(report).any(|k| {
+        matches!(
+            k,
+            EventKind::Applied {
+                applied: Applied::Deleted { held_back: 1.., .. },
+                ..
+            }
+        )
+    });
+    let drained = kinds(report).any(|k| {
+        matches!(
+            k,
+            EventKind::TermEnded {
+                end: EndKind::Drained,
+                ..
+            }
+        )
+    });
+    asked && short && drained
 }
 
 /// clock-skew: clocks are drawn skewed, read at least a second off true time, and jump.

@@ -22,17 +22,19 @@ const MAX_EVENTS: u64 = 25;
 
 /// Each single-defect worker and its first failing scenario and seed.
 const FIRST_FAILURES: &[(&str, &str, u64)] = &[
-    ("interval-renewal", "fencing-off", 0),
+    ("interval-renewal", "exact-token-renewal", 0),
     ("stale-release", "clock-skew", 0),
     ("moving-cutoff", "backlog-cap", 0),
     ("uncapped", "backlog-cap", 0),
     ("unjoined-stop", "backlog-cap", 5),
     ("early-cutoff", "backlog-cap", 0),
     ("leaked-renewal", "backlog-cap", 0),
-    ("delete-after-loss", "fencing-off", 0),
-    ("renew-error-no-release", "renewal-rejection", 0),
+    ("delete-after-loss", "exact-token-renewal", 6),
+    ("renew-error-no-release", "exact-token-renewal", 0),
     ("acquired-token", "clock-skew", 3),
     ("leftover-release", "backlog-cap", 0),
+    ("stale-renewal", "exact-token-renewal", 0),
+    ("whole-batches", "odd-batches", 0),
 ];
 
 fn spec(worker: &str, scenario: &str, feed: Feed) -> RunSpec {

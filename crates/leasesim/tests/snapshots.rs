@@ -82,6 +82,8 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("renew-error-no-release", "reply-lost", 0, 25),
     ("acquired-token", "renewal-rejection", 0, 25),
     ("leftover-release", "slow-deletes", 0, 26),
+    ("stale-renewal", "exact-token-renewal", 0, 25),
+    ("whole-batches", "odd-batches", 0, 25),
 ];
 
 /// The CLI's default budget, so a snapshot shows what `leasesim shrink` prints.

@@ -475,6 +475,7 @@ mod tests {
             token_current,
             current_token: None,
             newest_created_ms: None,
+            held_back: 0,
         };
         let events = [
             at(

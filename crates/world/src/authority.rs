@@ -55,7 +55,12 @@ impl LeaseAuthority {
     }
 
     fn next_token(&mut self) -> u64 {
-        self.last_token += 1;
+        let previous = self.last_token;
+        self.last_token = previous
+            .checked_add(1)
+            .expect("the token space is exhausted");
+        // invariant: tokens strictly increase, so no token is ever handed out twice.
+        assert!(self.last_token > previous);
         self.last_token
     }
 
@@ -87,6 +92,8 @@ impl LeaseAuthority {
         // invariant: tokens strictly increase across every grant and rotation.
         debug_assert!(replaced.is_none_or(|old| old < token));
         self.held = Some(lease.clone());
+        // invariant: the grant is the live lease, the caller's, with the newest token.
+        debug_assert!(self.live(now_ms) == Some(&lease) && lease.token == self.last_token);
         Acquired::Granted { lease, replaced }
     }
 
@@ -101,26 +108,40 @@ impl LeaseAuthority {
         let held = self.held.as_mut().expect("a live lease is held");
         held.token = next;
         held.expires_at_ms = now_ms + self.ttl_ms;
-        // invariant: rotation hands out a token above the one it replaces.
-        debug_assert!(next > old_token);
+        // invariant: rotation hands out a token above the one it replaces (and above the one
+        // the caller showed), and the renewed lease is live for the caller.
+        assert!(next > old_token && next > token);
+        debug_assert!(held.owner_id == owner_id && held.expires_at_ms > now_ms);
         Some(held.clone())
     }
 
     /// Compare-and-set release: frees the live lease only if owner and token match.
     pub fn release(&mut self, owner_id: &str, token: u64, now_ms: u64) -> Release {
-        match self.live(now_ms) {
+        // Tokens are never reissued, so a held lease is identified by its token and expiry.
+        let fingerprint = |held: &Option<Held>| held.as_ref().map(|h| (h.token, h.expires_at_ms));
+        let before = fingerprint(&self.held);
+        let outcome = match self.live(now_ms) {
             Some(live) if live.owner_id == owner_id && live.token == token => {
                 self.held = None;
                 Release::Freed
             }
             _ => Release::FreedNothing,
+        };
+        // invariant: a release frees only the matching live lease; any other leaves the held
+        // lease exactly as it was (a successor's lease is never freed).
+        match outcome {
+            Release::Freed => assert!(before.is_some_and(|(held, _)| held == token)),
+            Release::FreedNothing => assert_eq!(fingerprint(&self.held), before),
         }
+        outcome
     }
 
     /// Fault: drops the live lease. Returns its token.
     pub fn revoke(&mut self, now_ms: u64) -> Option<u64> {
         let token = self.current_token(now_ms)?;
         self.held = None;
+        // invariant: after a revocation no lease is live, and the token is never reissued.
+        debug_assert!(self.current_token(now_ms).is_none() && self.last_token >= token);
         Some(token)
     }
 

@@ -26,7 +26,7 @@ fn install_worker(world: &Rc<World>, factory: &WorkerFactory, replica: ReplicaId
     let worker = factory(WorkerPorts {
         replica,
         owner_id: replica.owner_id(),
-        config: world.scenario.worker.clone(),
+        config: world.profile.worker.clone(),
         clock: SimClock(port.clone()),
         leases: SimLeases(port.clone()),
         records: SimRecords(port),
@@ -270,13 +270,13 @@ pub async fn run_phases(world: Rc<World>, factory: Rc<WorkerFactory>) {
         .map(|state| state.local_ms(env.now_ms()))
         .min()
         .unwrap_or(EPOCH_MS)
-        .saturating_sub(scenario.worker.retention_ms);
+        .saturating_sub(world.profile.worker.retention_ms);
     env.emit(Event::world(EventKind::Phase(Phase::Liveness)));
     start_liveness(&world, &*factory);
     env.sleep_until(scenario.duration_ms + scenario.liveness_ms)
         .await;
 
-    if scenario.drain {
+    if world.profile.drain {
         let remaining = world.remaining_before(eligible_before_ms);
         env.emit(Event::world(EventKind::Backlog {
             eligible_before_ms,

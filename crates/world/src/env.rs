@@ -6,6 +6,7 @@
 //! - *virtual ms*: time since the start of the run. Replica clocks and the lease authority add
 //!   [`EPOCH_MS`] so that rows can be created "before" the run started.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -80,11 +81,17 @@ pub trait Env {
 pub struct SimEnv {
     handle: Handle,
     events: Rc<EventLog<Event>>,
+    /// Virtual time of the latest event emitted.
+    last_event_ms: Cell<u64>,
 }
 
 impl SimEnv {
     pub fn new(handle: Handle, events: Rc<EventLog<Event>>) -> SimEnv {
-        SimEnv { handle, events }
+        SimEnv {
+            handle,
+            events,
+            last_event_ms: Cell::new(0),
+        }
     }
 
     pub fn handle(&self) -> &Handle {
@@ -123,6 +130,13 @@ impl Env for SimEnv {
     }
 
     fn emit(&self, event: Event) {
+        let now_ms = self.handle.now_ms();
+        // invariant: event time never decreases along a run's stream.
+        assert!(
+            now_ms >= self.last_event_ms.get(),
+            "an event went back in time"
+        );
+        self.last_event_ms.set(now_ms);
         self.events.emit(event);
     }
 }

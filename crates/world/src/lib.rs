@@ -27,7 +27,7 @@ pub use adapter::{SimWorker, WorkerFactory, WorkerPorts, WorkerUnderTest, correc
 pub use driver::run_phases;
 pub use env::{EPOCH_MS, Env, EnvSleep, LocalTask, SimEnv};
 pub use leasesim_events as events;
-pub use profile::{ClockSpec, FaultProfile, StopPlan, Tick};
+pub use profile::{ClockSpec, FaultProfile, StopPlan, Tick, WorkerDraw};
 pub use replica::{SimClock, SimLeases, SimRecords};
 pub use scenario::{Location, Scenario, ScenarioError};
 pub use world::World;
@@ -58,26 +58,32 @@ pub fn time_budget_ms(scenario: &Scenario) -> u64 {
     scenario.duration_ms + scenario.liveness_ms + scenario.stop_bound_ms + 60_000
 }
 
+/// Builds a run's observer once its profile is drawn (so checkers judge the run against the
+/// worker settings it drew, not the scenario's).
+pub type ObserverFactory = Box<dyn FnOnce(&FaultProfile) -> Observer<Event>>;
+
 /// Runs `scenario` once with workers from `factory`.
 ///
-/// `observer` sees every event as it happens (the checkers) and may halt the run;
-/// `keep_events` stores them for traces.
+/// `observe` builds, from the drawn profile, the observer that sees every event as it happens
+/// (the checkers) and may halt the run; `keep_events` stores them for traces.
 pub fn simulate(
     scenario: &Rc<Scenario>,
     factory: &Rc<WorkerFactory>,
     config: SimConfig,
     keep_events: bool,
-    observer: Option<Observer<Event>>,
+    observe: Option<ObserverFactory>,
 ) -> WorldRun {
     let budget_ms = config.max_time_ms.min(time_budget_ms(scenario));
     let mut sim = Sim::new(config.with_max_time_ms(budget_ms));
     let handle = sim.handle();
     let events = Rc::new(EventLog::new(handle.clone(), keep_events));
-    if let Some(observer) = observer {
-        events.observe(observer);
-    }
     let env: Rc<dyn Env> = Rc::new(SimEnv::new(handle.clone(), events.clone()));
     let profile = FaultProfile::draw(scenario, &*env);
+    // invariant: drawing the profile emits nothing, so the observer sees every event.
+    debug_assert_eq!(events.len(), 0);
+    if let Some(observe) = observe {
+        events.observe(observe(&profile));
+    }
     let world = Rc::new(World::new(scenario.clone(), profile.clone(), env));
     let outcome = sim.block_on(run_phases(world.clone(), factory.clone()));
     world.teardown();

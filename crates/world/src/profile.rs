@@ -7,11 +7,18 @@
 //!   is switched on or off by a coin and scaled by a draw, as in swarm testing (Groce et al.)
 //!   and FoundationDB's simulator: each seed explores a different corner of the envelope.
 //!
-//! Profile draws come first in a run's choices, and "off" / "weakest" is always value 0, so
-//! shrinking a counterexample also switches off the faults it does not need.
+//! - *worker settings*: the batch size and cap every replica's worker is built with. Without
+//!   swarm they are the scenario's `[worker]` section; with swarm each run draws them too
+//!   (small batches, large ones, caps that are not a multiple of the batch), and the checkers
+//!   judge the run against the drawn settings.
+//!
+//! Profile draws come first in a run's choices, and "off" / "weakest" / "the scenario's own"
+//! is always value 0, so shrinking a counterexample also switches off the faults it does not
+//! need and moves the worker's settings back to the scenario's.
 
 use std::fmt::Write as _;
 
+use lease_worker::WorkerConfig;
 use leasesim_events::OpKind;
 
 use crate::env::Env;
@@ -41,6 +48,30 @@ pub struct StopPlan {
     pub delay_ms: MsRange,
 }
 
+/// Where a swarm run's worker settings came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerDraw {
+    /// The scenario's own `[worker]` settings (value 0 of the draw).
+    Own,
+    /// A batch of 1 to 7 rows and a cap of one to six batches plus a remainder: many
+    /// batches per term, and a per-term allowance too small to drain a large backlog, so
+    /// the run does not require the drain.
+    Small,
+    /// A batch between the scenario's and twice it, and a cap at least the scenario's that is
+    /// not a multiple of the batch.
+    Large,
+}
+
+impl WorkerDraw {
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkerDraw::Own => "the scenario's",
+            WorkerDraw::Small => "drawn: small batches",
+            WorkerDraw::Large => "drawn: large batches",
+        }
+    }
+}
+
 /// The concrete faults of one run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FaultProfile {
@@ -53,8 +84,16 @@ pub struct FaultProfile {
     pub pause_ms: MsRange,
     pub jump: Tick,
     pub jump_by_ms: SignedRange,
+    /// Probability a delete answers short while more eligible rows remain.
+    pub short_delete: f64,
     pub clocks: Vec<ClockSpec>,
     pub stop: StopPlan,
+    /// The configuration every replica's worker is built with in this run.
+    pub worker: WorkerConfig,
+    /// How a swarm run drew `worker` (`None` without swarm: the scenario's, not printed).
+    pub worker_draw: Option<WorkerDraw>,
+    /// The run checks that the eligible backlog drains in the liveness phase.
+    pub drain: bool,
 }
 
 /// A probability with at most four decimals and no trailing zeros (`0.075`, not
@@ -121,8 +160,11 @@ impl FaultProfile {
             probability: scale(jump_section.probability.get()),
             every_ms: jump_section.every_ms,
         };
+        let short_delete = scale(faults.short_delete.get());
         let clocks = draw_clocks(scenario, env);
         let stop = draw_stop(scenario, env);
+        let (worker, worker_draw) = draw_worker(scenario, env);
+        let drain = scenario.drain && worker_draw != Some(WorkerDraw::Small);
         let profile = FaultProfile {
             latency,
             reject,
@@ -133,11 +175,18 @@ impl FaultProfile {
             pause_ms: faults.pause.duration_ms,
             jump,
             jump_by_ms: jump_section.by_ms,
+            short_delete,
             clocks,
             stop,
+            worker,
+            worker_draw,
+            drain,
         };
-        // invariant: a drawn profile never exceeds its envelope.
+        // invariant: a drawn profile never exceeds its envelope, and its worker settings are
+        // ones the worker accepts.
         debug_assert!(profile.reject.get(OpKind::Renew) <= faults.reject.renew.get());
+        debug_assert!(profile.short_delete <= faults.short_delete.get());
+        assert!(profile.worker.validate().is_ok(), "{:?}", profile.worker);
         profile
     }
 
@@ -166,6 +215,10 @@ impl FaultProfile {
         if self.reply_lost.get(OpKind::Delete) > 0.0 || self.reply_lost.get(OpKind::Renew) > 0.0 {
             lines.push(format!("timeout: {}ms", self.timeout_ms));
         }
+        if self.short_delete > 0.0 {
+            let p = probability_text(self.short_delete);
+            lines.push(format!("short-delete: p={p}"));
+        }
         self.describe_ticks(&mut lines);
         let skew: Vec<String> = self
             .clocks
@@ -188,6 +241,20 @@ impl FaultProfile {
                 stop.delay_ms.min,
                 stop.delay_ms.max
             ));
+        }
+        if let Some(draw) = self.worker_draw {
+            let (batch_rows, cap_rows) = (self.worker.batch_rows, self.worker.cap_rows);
+            let mut line = format!(
+                "worker: batch {batch_rows} rows, cap {cap_rows} rows ({})",
+                draw.name()
+            );
+            if cap_rows % batch_rows != 0 {
+                line.push_str(", cap not a multiple of the batch");
+            }
+            if !self.drain {
+                line.push_str("; backlog drain not required");
+            }
+            lines.push(line);
         }
         lines
     }
@@ -235,6 +302,42 @@ fn draw_clocks(scenario: &Scenario, env: &dyn Env) -> Vec<ClockSpec> {
             },
         })
         .collect()
+}
+
+/// The worker settings of one run: the scenario's, or with swarm a drawn batch and cap (value
+/// 0 of every draw keeps the scenario's). Every drawn pair is valid: `1 <= batch <= cap`.
+fn draw_worker(scenario: &Scenario, env: &dyn Env) -> (WorkerConfig, Option<WorkerDraw>) {
+    let own = scenario.worker.clone();
+    if !scenario.swarm {
+        return (own, None);
+    }
+    let to_u32 = |value: u64| u32::try_from(value).unwrap_or(u32::MAX);
+    let (batch_rows, cap_rows, draw) = match env.pick(3) {
+        0 => return (own, Some(WorkerDraw::Own)),
+        1 => {
+            let batch = env.range(1, 7);
+            let batches = env.range(1, 6);
+            let remainder = env.range(0, batch - 1);
+            (batch, batch * batches + remainder, WorkerDraw::Small)
+        }
+        _ => {
+            let own_batch = u64::from(own.batch_rows);
+            let batch = env.range(own_batch, own_batch.saturating_mul(2));
+            let batches = u64::from(own.cap_rows).div_ceil(batch) + env.range(0, 1);
+            let remainder = env.range(1.min(batch - 1), batch - 1);
+            let cap = batch.saturating_mul(batches).saturating_add(remainder);
+            (batch, cap, WorkerDraw::Large)
+        }
+    };
+    let cap_rows = to_u32(cap_rows);
+    let config = WorkerConfig {
+        batch_rows: to_u32(batch_rows).min(cap_rows),
+        cap_rows,
+        ..own
+    };
+    // invariant: the draw keeps every rule `WorkerConfig::validate` checks.
+    debug_assert!(config.batch_rows >= 1 && config.batch_rows <= config.cap_rows);
+    (config, Some(draw))
 }
 
 fn swarm_latency(envelope: &PerOp<MsRange>, env: &dyn Env) -> PerOp<MsRange> {

@@ -69,9 +69,12 @@ impl ReplicaState {
         let rate = 1_000_000 + self.clock.drift_ppm;
         debug_assert!(rate > 0, "drift below -100% would stop the clock");
         let scaled = u128::from(local_ms) * 1_000_000;
-        scaled
+        let span_ms = scaled
             .div_ceil(rate.max(1) as u128)
-            .min(u128::from(u64::MAX)) as u64
+            .min(u128::from(u64::MAX)) as u64;
+        // invariant: a sleep never ends before this clock has advanced `local_ms` (rounded up).
+        debug_assert!(span_ms == u64::MAX || u128::from(span_ms) * rate.max(1) as u128 >= scaled);
+        span_ms
     }
 
     pub fn jump(&self, by_ms: i64) {
@@ -83,6 +86,8 @@ impl ReplicaState {
     pub fn pause_until(&self, until_ms: u64) {
         self.paused_until_ms
             .set(self.paused_until_ms.get().max(until_ms));
+        // invariant: a pause only ever extends; it never shortens a running one.
+        debug_assert!(self.paused_until_ms.get() >= until_ms);
     }
 
     /// Waits while the process is paused.
@@ -90,6 +95,8 @@ impl ReplicaState {
         loop {
             let until = self.paused_until_ms.get();
             if env.now_ms() >= until {
+                // invariant: nothing of a paused process passes the gate.
+                debug_assert!(env.now_ms() >= self.paused_until_ms.get());
                 return;
             }
             env.sleep_until(until).await;
@@ -161,6 +168,8 @@ impl Port {
         let state = self.state();
         state.gate(env).await;
         let call = self.world.next_call_id();
+        // invariant: a request leaves only from a running process.
+        debug_assert!(env.now_ms() >= state.paused_until_ms.get());
         env.emit_for(self.replica, EventKind::Call { call, request });
         let _flight = InFlight::enter(state, request.op());
         let answer = self

@@ -330,6 +330,9 @@ pub struct FaultSection {
     pub timeout_ms: Positive,
     pub revoke: Periodic,
     pub pause: PauseSection,
+    /// Probability a delete answers short: it removes fewer rows than its limit while more
+    /// eligible rows remain (as `DELETE ... LIMIT n` with `SKIP LOCKED` can).
+    pub short_delete: Probability,
 }
 
 impl Default for FaultSection {
@@ -340,6 +343,7 @@ impl Default for FaultSection {
             timeout_ms: Positive(1_000),
             revoke: Periodic::default(),
             pause: PauseSection::default(),
+            short_delete: Probability(0.0),
         }
     }
 }

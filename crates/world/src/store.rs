@@ -8,6 +8,9 @@
 //!   are exactly a prefix and a batch costs O(batch), whatever the backlog.
 //! - *fencing*: the store checks a delete's token against the lease authority at the instant
 //!   the delete is applied. A scenario can switch it off to show why it is needed.
+//! - *full answer*: a delete removes every eligible row up to its limit. A *short answer*
+//!   (a fault the world injects) removes fewer while more eligible rows remain, as
+//!   `DELETE ... LIMIT n` with `SKIP LOCKED` does when other transactions hold row locks.
 
 /// What applying a delete did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +68,10 @@ impl Rows {
                 hi = mid
             }
         }
+        // invariant: every row before the answer is older than the bound, and (rows being
+        // sorted) the one at it is not.
+        debug_assert!(lo >= start && lo <= self.len());
+        debug_assert!(lo == self.len() || self.created_ms(lo) >= bound_ms);
         lo
     }
 }
@@ -80,6 +87,8 @@ impl RecordStore {
     /// A store holding rows with these creation times (any order).
     pub fn new(mut created_ms: Vec<u64>, fencing: bool) -> RecordStore {
         created_ms.sort_unstable();
+        // invariant: rows are kept oldest first, which deleting a prefix relies on.
+        debug_assert!(created_ms.is_sorted());
         RecordStore {
             rows: Rows::Listed(created_ms),
             head: 0,
@@ -112,19 +121,30 @@ impl RecordStore {
         !self.fencing || live_token == Some(token)
     }
 
+    /// How many rows a full answer to `delete_oldest(older_than_ms, limit, now_ms)` removes:
+    /// the eligible rows, at most `limit`. Changes nothing.
+    pub fn eligible(&self, older_than_ms: u64, limit: u32, now_ms: u64) -> u32 {
+        let bound = older_than_ms.min(now_ms.saturating_add(1));
+        let end = (self.head + limit as usize).min(self.rows.len());
+        let eligible = self.rows.first_at_or_after(self.head, bound).min(end) - self.head;
+        // invariant: a full answer never exceeds the limit.
+        debug_assert!(eligible <= limit as usize);
+        eligible as u32
+    }
+
     /// Deletes up to `limit` of the oldest rows created before `older_than_ms` that exist at
     /// `now_ms`. The caller has already applied the fencing check.
     pub fn delete_oldest(&mut self, older_than_ms: u64, limit: u32, now_ms: u64) -> DeleteApplied {
         let bound = older_than_ms.min(now_ms.saturating_add(1));
-        let end = (self.head + limit as usize).min(self.rows.len());
-        let taken = (self.head..end)
-            .take_while(|&i| self.rows.created_ms(i) < bound)
-            .count();
+        let head_before = self.head;
+        let taken = self.eligible(older_than_ms, limit, now_ms) as usize;
         let newest_created_ms = taken
             .checked_sub(1)
             .map(|last| self.rows.created_ms(self.head + last));
         self.head += taken;
-        // invariant: the head never passes the end, and every deleted row was older than the bound.
+        // invariant: a delete removes at most its limit, the head never passes the end, and
+        // every deleted row was older than the bound.
+        assert!(self.head - head_before <= limit as usize);
         debug_assert!(self.head <= self.rows.len());
         debug_assert!(newest_created_ms.is_none_or(|newest| newest < bound));
         DeleteApplied {
@@ -140,7 +160,10 @@ impl RecordStore {
 
     /// Rows not deleted that were created before `before_ms`.
     pub fn remaining_before(&self, before_ms: u64) -> u64 {
-        (self.rows.first_at_or_after(self.head, before_ms) - self.head) as u64
+        let before = (self.rows.first_at_or_after(self.head, before_ms) - self.head) as u64;
+        // invariant: the eligible backlog is part of what remains.
+        debug_assert!(before <= self.remaining());
+        before
     }
 
     /// Creation times of the rows not yet deleted, oldest first.
@@ -203,6 +226,30 @@ mod tests {
         }
         assert_eq!(RecordStore::spread(1, 5, 5, true).rows(), vec![5]);
         assert_eq!(RecordStore::spread(0, 5, 9, true).remaining(), 0);
+    }
+
+    #[test]
+    fn eligible_counts_what_a_full_answer_takes_and_changes_nothing() {
+        let mut store = RecordStore::spread(11, 0, 100, true);
+        assert_eq!(
+            store.eligible(1_000, 100, 45),
+            5,
+            "rows at 0,10,..,40 exist"
+        );
+        assert_eq!(
+            store.eligible(25, 100, 1_000),
+            3,
+            "rows at 0,10,20 are older"
+        );
+        assert_eq!(store.eligible(1_000, 4, 1_000), 4, "at most the limit");
+        assert_eq!(store.remaining(), 11);
+        store.delete_oldest(1_000, 2, 1_000);
+        assert_eq!(
+            store.eligible(35, 100, 1_000),
+            2,
+            "rows at 20,30 are left of them"
+        );
+        assert_eq!(RecordStore::spread(0, 5, 9, true).eligible(100, 10, 100), 0);
     }
 
     #[test]

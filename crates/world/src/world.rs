@@ -7,6 +7,9 @@
 //!   is lost (fault) and the caller sees a timeout.
 //! - *healed*: the liveness phase switches every fault off; latencies remain.
 //! - *service time*: [`EPOCH_MS`] + virtual time; lease expiry and row creation use it.
+//! - *short answer*: a fault of the store: an admitted delete removes fewer rows than it
+//!   could (fewer than its limit, while more eligible rows remain); `Applied::Deleted` says
+//!   how many were held back.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -77,6 +80,8 @@ impl World {
     pub fn next_call_id(&self) -> u64 {
         let id = self.next_call.get();
         self.next_call.set(id + 1);
+        // invariant: call ids strictly increase, so a call's events are tied to it alone.
+        debug_assert!(self.next_call.get() > id);
         id
     }
 
@@ -86,11 +91,16 @@ impl World {
 
     /// Switches every fault off (liveness phase).
     pub fn heal(&self) {
+        // invariant: a run heals once; faults never come back.
+        debug_assert!(!self.healed.get(), "healed twice");
         self.healed.set(true);
     }
 
     fn fault(&self, p: f64) -> bool {
-        !self.healed.get() && self.env.coin(p)
+        let strikes = !self.healed.get() && self.env.coin(p);
+        // invariant: a healed world injects no fault.
+        debug_assert!(!(strikes && self.healed.get()));
+        strikes
     }
 
     /// Sends a request on its flight and waits for the answer.
@@ -156,8 +166,10 @@ impl World {
                     (Applied::Busy { holder_token }, Answer::Lease(None))
                 }
             },
-            Request::Renew { lease } => match authority.renew(owner, lease.token, now_ms) {
+            Request::Renew { lease: shown } => match authority.renew(owner, shown.token, now_ms) {
                 Some(held) => {
+                    // invariant: a renewal answers a new token, above the one it was shown.
+                    debug_assert!(held.token > shown.token);
                     let lease = view(held.token, held.expires_at_ms);
                     (Applied::Renewed { lease }, Answer::Lease(Some(lease)))
                 }
@@ -180,22 +192,45 @@ impl World {
                         Answer::Failed(Failure::StaleToken),
                     );
                 }
-                let done = store.delete_oldest(older_than_ms, limit, now_ms);
+                let eligible = store.eligible(older_than_ms, limit, now_ms);
+                let held_back = self.held_back(eligible);
+                let done = store.delete_oldest(older_than_ms, eligible - held_back, now_ms);
+                // invariant: a delete removes at most its limit, and a short answer leaves
+                // exactly the rows it held back.
+                assert!(done.rows <= limit);
+                debug_assert_eq!(done.rows + held_back, eligible);
                 let applied = Applied::Deleted {
                     rows: done.rows,
                     token_current: current_token == Some(token),
                     current_token,
                     newest_created_ms: done.newest_created_ms,
+                    held_back,
                 };
                 (applied, Answer::Rows(done.rows))
             }
         }
     }
 
+    /// Fault: how many of the `eligible` rows a delete leaves in the store (0: a full
+    /// answer). A short answer holds back at least one row; holding back one is value 0.
+    fn held_back(&self, eligible: u32) -> u32 {
+        if eligible == 0 || !self.fault(self.profile.short_delete) {
+            return 0;
+        }
+        let held_back = self.env.range(1, u64::from(eligible));
+        // invariant: a short answer holds back at least one eligible row, and no more than
+        // there are.
+        debug_assert!((1..=u64::from(eligible)).contains(&held_back));
+        u32::try_from(held_back).expect("at most the eligible rows, a u32")
+    }
+
     /// Fault: the authority drops the live lease.
     pub(crate) fn revoke(&self) {
         let now_ms = self.service_now_ms();
-        if let Some(token) = self.authority.borrow_mut().revoke(now_ms) {
+        let mut authority = self.authority.borrow_mut();
+        if let Some(token) = authority.revoke(now_ms) {
+            // invariant: the revoked lease is gone at once.
+            debug_assert_eq!(authority.current_token(now_ms), None);
             self.env.emit(Event::world(EventKind::Revoked { token }));
         }
     }

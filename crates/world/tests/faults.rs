@@ -219,3 +219,56 @@ fn same_seed_same_events_different_seed_different_events() {
     assert_eq!(a, b);
     assert_ne!(a, run(extra, 10));
 }
+
+/// The short answers of a run: (applied event, held back rows), with the limit of the delete.
+fn short_answers(events: &[Stamped<Event>]) -> Vec<(u64, u32, u32, u32)> {
+    let limit_of = |call: u64| {
+        events.iter().find_map(|e| match e.event.kind {
+            EventKind::Call {
+                call: sent,
+                request: leasesim_events::Request::Delete { limit, .. },
+            } if sent == call => Some(limit),
+            _ => None,
+        })
+    };
+    events
+        .iter()
+        .filter_map(|e| match e.event.kind {
+            EventKind::Applied {
+                call,
+                applied:
+                    Applied::Deleted {
+                        rows, held_back, ..
+                    },
+            } if held_back > 0 => Some((e.at_ms, rows, held_back, limit_of(call)?)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn short_answers_hold_rows_back_within_the_limit_and_only_in_the_safety_phase() {
+    let events = run(&format!("{SLOW}[faults]\nshort_delete = 0.5\n"), 4);
+    let liveness_at = events
+        .iter()
+        .find(|e| e.event.kind == EventKind::Phase(Phase::Liveness))
+        .map(|e| e.at_ms)
+        .unwrap();
+    let shorts = short_answers(&events);
+    assert!(shorts.len() >= 3, "{shorts:?}");
+    for (at_ms, rows, held_back, limit) in shorts {
+        assert!(
+            at_ms < liveness_at,
+            "a short answer after healing at t={at_ms}ms"
+        );
+        assert!(
+            rows < limit,
+            "a short answer removes fewer rows than its limit"
+        );
+        assert!(
+            rows + held_back <= limit,
+            "it holds back rows within the limit"
+        );
+    }
+    assert!(short_answers(&run(SLOW, 4)).is_empty(), "off by default");
+}

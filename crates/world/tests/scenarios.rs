@@ -33,6 +33,8 @@ fn every_shipped_scenario_loads() {
         "release-race",
         "fencing-off",
         "swarm",
+        "exact-token-renewal",
+        "odd-batches",
     ] {
         assert!(
             names.iter().any(|n| n == required),

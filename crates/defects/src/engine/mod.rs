@@ -206,6 +206,7 @@ impl<C: Clock + 'static, L: Leases + 'static, R: Records> Engine<C, L, R> {
             term: term.clone(),
             every_ms: self.config.renew_every_ms,
             ends_with_term: self.flaws.renewal != RenewalFlaw::Detached,
+            renews_acquired: self.flaws.renew_acquired,
         }
     }
 

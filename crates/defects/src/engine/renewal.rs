@@ -27,6 +27,8 @@ pub(crate) struct Renewer<C, L> {
     pub(crate) every_ms: u64,
     /// False when the loop is detached from the term (`leaked-renewal`).
     pub(crate) ends_with_term: bool,
+    /// Renew with the lease from acquire instead of the latest (`stale-renewal`).
+    pub(crate) renews_acquired: bool,
 }
 
 impl<C: Clock, L: Leases> Renewer<C, L> {
@@ -49,7 +51,11 @@ impl<C: Clock, L: Leases> Renewer<C, L> {
             if !self.wanted() {
                 return;
             }
-            let current = self.term.latest.borrow().clone();
+            let current = match self.renews_acquired {
+                // defect(stale-renewal): the lease from acquire, whatever was renewed since.
+                true => self.term.acquired.clone(),
+                false => self.term.latest.borrow().clone(),
+            };
             self.term.renewing.set(true);
             let answer = self.leases.renew(&current).await;
             self.term.renewing.set(false);

@@ -121,6 +121,12 @@ impl<C: Clock + 'static, L: Leases + 'static, R: Records> Engine<C, L, R> {
             if rows_deleted >= cap_rows && !self.flaws.uncapped {
                 break TermEnd::CapReached;
             }
+            // defect(whole-batches): the term ends when a whole batch no longer fits under the
+            // cap, as if it ran `cap / batch` batches; the cap's remainder is never deleted.
+            let batch_rows = u64::from(self.config.batch_rows);
+            if self.flaws.whole_batches && rows_deleted + batch_rows > cap_rows {
+                break TermEnd::CapReached;
+            }
         };
         DeletionOutcome {
             end,

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use leasesim_events::{Answer, Event, EventKind, OpKind, ReplicaId, Request};
+use leasesim_events::{Answer, EndKind, Event, EventKind, OpKind, ReplicaId, Request};
 use leasesim_rt::{SimConfig, Stamped};
 use leasesim_world::{Scenario, WorkerFactory, simulate};
 
@@ -49,6 +49,10 @@ pub enum Pattern {
     DeleteWithOldToken,
     /// A release call in a term whose acquire did not answer a lease, or outside any term.
     ReleaseWithoutOwnership,
+    /// A renew call carrying a token its term received, lower than the highest one.
+    RenewWithOldToken,
+    /// A term that ended reporting the cap reached with fewer rows than the cap.
+    CapClaimedEarly,
 }
 
 /// A pattern and the event where it showed.
@@ -127,7 +131,10 @@ fn observe(state: &mut Replica, kind: &EventKind, cap_rows: u64) -> Vec<Pattern>
     let mut shown = Vec::new();
     match *kind {
         EventKind::TermStarted { term } => state.start(term),
-        EventKind::TermEnded { .. } => {
+        EventKind::TermEnded { end, rows, .. } => {
+            if end == EndKind::CapReached && rows < cap_rows {
+                shown.push(Pattern::CapClaimedEarly);
+            }
             if state.acquired && !state.lost_by_none && !state.released {
                 shown.push(match state.renew_failed {
                     true => Pattern::NoReleaseAfterRenewError,
@@ -163,6 +170,9 @@ fn sent(state: &mut Replica, call: u64, request: Request, shown: &mut Vec<Patter
                 !state.received.contains(&lease.token) && state.earlier.contains(&lease.token);
             if !state.open || foreign {
                 shown.push(Pattern::RenewalOfAnotherTerm);
+            }
+            if below_highest(lease.token) && state.received.contains(&lease.token) {
+                shown.push(Pattern::RenewWithOldToken);
             }
         }
         Request::Release { lease } => {
