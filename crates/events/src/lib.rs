@@ -1,28 +1,33 @@
-//! leasesim-events: the vocabulary shared by the simulated world and the invariant checkers.
+//! leasesim-events: the envelope every system's events travel in.
 //!
-//! What the simulated world records: the event stream checkers read.
+//! What a simulated run records, for every system: the event stream that checkers, traces and
+//! timelines read. This crate knows no executor and no system; each system brings its own
+//! vocabulary (its requests, what its services applied, its answers and its own notes) by
+//! implementing [`Vocabulary`], and this crate wraps it in what every system shares.
 //!
 //! Terminology:
 //! - *replica*: one process running a worker, `r1`..`rN` (stored 0-based).
 //! - *call*: one port request a worker sends; it has an id, and its life is
-//!   `Call` → (`Rejected` | `Applied` [→ `ReplyLost`]) → `Answered`.
-//!   `Applied` is the instant the service acts on it (token checks happen here, not at send);
-//!   `Answered` is the instant the worker receives the answer (after any pause of its process).
-//! - *term*: the span between `TermStarted` and `TermEnded` of one replica: one `run()` call.
+//!   `Call` -> (`Rejected` | `Applied` [-> `ReplyLost`]) -> `Answered`. `Applied` is the
+//!   instant the service acts on it (token checks happen there, not at send); `Answered` is
+//!   the instant the worker receives the answer (after any pause of its process).
+//! - *operation*: the kind of a call ([`OpSet`]): faults and latencies are per operation.
+//! - *note*: an event only one system has (a term starting, a lease revoked, a job finishing);
+//!   it travels as [`EventKind::Note`].
 //! - *phase*: safety (faults on), liveness (faults healed, everything must settle), shutdown
 //!   (every replica is stopped), end.
+//! - *stamped event*: an event with its position in the run and its virtual time.
 //!
 //! Events are small `Copy` values: fuzzing emits millions of them and keeps none.
 
 use std::fmt;
-use std::hash::{Hash, Hasher};
-use std::mem;
+use std::hash::Hash;
 
 use serde::Serialize;
 
 /// The clock reading (ms) that virtual time 0 corresponds to. Clock values in events (clock
-/// reads, cutoffs, lease expiries, row creation times) are on this scale; traces and
-/// sentences show them relative to it (`-300000ms`: five minutes before the run started).
+/// reads, cutoffs, lease expiries, creation times) are on this scale; traces and sentences
+/// show them relative to it (`-300000ms`: five minutes before the run started).
 pub const EPOCH_MS: u64 = 1_000_000_000;
 
 /// A clock value shown relative to [`EPOCH_MS`], e.g. `-299704ms` or `+1200ms`.
@@ -48,7 +53,7 @@ impl From<ReplicaId> for String {
 }
 
 impl ReplicaId {
-    /// The owner id this replica's worker uses with the lease service.
+    /// The owner id this replica's worker uses with its services (`r1`, `r2`, ...).
     pub fn owner_id(self) -> String {
         self.to_string()
     }
@@ -70,213 +75,20 @@ impl fmt::Display for ReplicaId {
     }
 }
 
-/// A lease as it travels in requests and answers (its owner is the replica of the event).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct LeaseView {
-    pub token: u64,
-    pub expires_at_ms: u64,
+/// An event with its virtual timestamp and position in the run.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Stamped<E> {
+    pub seq: u64,
+    pub at_ms: u64,
+    pub event: E,
 }
 
-/// The four port operations that cross the network.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OpKind {
-    Acquire,
-    Renew,
-    Release,
-    Delete,
-}
-
-impl OpKind {
-    pub const ALL: [OpKind; 4] = [
-        OpKind::Acquire,
-        OpKind::Renew,
-        OpKind::Release,
-        OpKind::Delete,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            OpKind::Acquire => "acquire",
-            OpKind::Renew => "renew",
-            OpKind::Release => "release",
-            OpKind::Delete => "delete_batch",
-        }
-    }
-}
-
-/// A request as the worker sent it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Request {
-    Acquire,
-    Renew {
-        lease: LeaseView,
-    },
-    Release {
-        lease: LeaseView,
-    },
-    Delete {
-        older_than_ms: u64,
-        limit: u32,
-        token: u64,
-    },
-}
-
-impl Request {
-    pub fn op(&self) -> OpKind {
-        match self {
-            Request::Acquire => OpKind::Acquire,
-            Request::Renew { .. } => OpKind::Renew,
-            Request::Release { .. } => OpKind::Release,
-            Request::Delete { .. } => OpKind::Delete,
-        }
-    }
-}
-
-/// What the service did when it applied a request.
-///
-/// `Hash` and `Debug` are written out (not derived) only so that a full answer
-/// (`held_back == 0`) hashes and prints exactly as it did before short answers existed (as
-/// its JSON does, by skipping the zero): traces of runs without the fault stay what they were.
-#[derive(Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Applied {
-    /// Acquire granted. `replaced`: the token of an expired lease this grant took over.
-    Granted {
-        lease: LeaseView,
-        replaced: Option<u64>,
-    },
-    /// Acquire refused: an unexpired lease with this token is held.
-    Busy { holder_token: u64 },
-    /// Renew granted with a new token.
-    Renewed { lease: LeaseView },
-    /// Renew refused: the lease expired, moved on, or was revoked. The answer is `None`.
-    RenewRefused,
-    /// Release freed the lease.
-    Released,
-    /// Release freed nothing: the lease had expired or moved on (a signal, not an error).
-    FreedNothing,
-    /// Delete applied. `token_current`: the token was the current unexpired one at this
-    /// instant (always true when the store enforces fencing); `current_token` is the lease
-    /// that was current then, if any. `newest_created_ms`: creation time of the newest row
-    /// deleted (None when no row was deleted). `held_back`: a short answer (fault): this many
-    /// more eligible rows were within the limit but left in the store, as `DELETE ... LIMIT n`
-    /// with `SKIP LOCKED` can do; 0 for a full answer.
-    Deleted {
-        rows: u32,
-        token_current: bool,
-        current_token: Option<u64>,
-        newest_created_ms: Option<u64>,
-        #[serde(skip_serializing_if = "is_zero")]
-        held_back: u32,
-    },
-    /// Delete refused by the store's fencing check; `current_token` is the lease that was
-    /// current then, if any.
-    DeleteRefused { current_token: Option<u64> },
-}
-
-fn is_zero(value: &u32) -> bool {
-    *value == 0
-}
-
-impl Hash for Applied {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        // As `#[derive(Hash)]` does: the discriminant, then the fields in order.
-        mem::discriminant(self).hash(state);
-        match self {
-            Applied::Granted { lease, replaced } => {
-                lease.hash(state);
-                replaced.hash(state);
-            }
-            Applied::Busy { holder_token } => holder_token.hash(state),
-            Applied::Renewed { lease } => lease.hash(state),
-            Applied::RenewRefused | Applied::Released | Applied::FreedNothing => {}
-            Applied::Deleted {
-                rows,
-                token_current,
-                current_token,
-                newest_created_ms,
-                held_back,
-            } => {
-                rows.hash(state);
-                token_current.hash(state);
-                current_token.hash(state);
-                newest_created_ms.hash(state);
-                if *held_back > 0 {
-                    held_back.hash(state);
-                }
-            }
-            Applied::DeleteRefused { current_token } => current_token.hash(state),
-        }
-    }
-}
-
-impl fmt::Debug for Applied {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // As `#[derive(Debug)]` prints, except that a zero `held_back` is left out.
-        match self {
-            Applied::Granted { lease, replaced } => f
-                .debug_struct("Granted")
-                .field("lease", lease)
-                .field("replaced", replaced)
-                .finish(),
-            Applied::Busy { holder_token } => f
-                .debug_struct("Busy")
-                .field("holder_token", holder_token)
-                .finish(),
-            Applied::Renewed { lease } => f.debug_struct("Renewed").field("lease", lease).finish(),
-            Applied::RenewRefused => f.write_str("RenewRefused"),
-            Applied::Released => f.write_str("Released"),
-            Applied::FreedNothing => f.write_str("FreedNothing"),
-            Applied::Deleted {
-                rows,
-                token_current,
-                current_token,
-                newest_created_ms,
-                held_back,
-            } => {
-                let mut out = f.debug_struct("Deleted");
-                out.field("rows", rows)
-                    .field("token_current", token_current)
-                    .field("current_token", current_token)
-                    .field("newest_created_ms", newest_created_ms);
-                if *held_back > 0 {
-                    out.field("held_back", held_back);
-                }
-                out.finish()
-            }
-            Applied::DeleteRefused { current_token } => f
-                .debug_struct("DeleteRefused")
-                .field("current_token", current_token)
-                .finish(),
-        }
-    }
-}
-
-/// Why a call gave the worker an error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Failure {
-    /// Refused before it was applied (injected fault).
-    Rejected,
-    /// No answer arrived (the reply was lost; the request may have been applied).
-    Timeout,
-    /// The store refused a delete with a stale token.
-    StaleToken,
-}
-
-/// What the worker received.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Answer {
-    /// Answer to acquire or renew.
-    Lease(Option<LeaseView>),
-    /// Release succeeded (whether or not it freed anything).
-    Released,
-    /// Delete succeeded with this many rows.
-    Rows(u32),
-    Failed(Failure),
+/// What an observer (the checkers) wants after an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    /// End the run before its next step.
+    Halt,
 }
 
 /// The phases of a run.
@@ -285,7 +97,7 @@ pub enum Answer {
 pub enum Phase {
     /// Faults on.
     Safety,
-    /// Faults healed; terms must end, stops resolve, the backlog drain.
+    /// Faults healed; work must end, stops resolve, backlogs drain.
     Liveness,
     /// Every replica is being stopped.
     Shutdown,
@@ -293,54 +105,83 @@ pub enum Phase {
     End,
 }
 
-/// How a `run()` call ended, as the driver saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EndKind {
-    StoppedBeforeStart,
-    NotLeader,
-    CapReached,
-    Drained,
-    /// A renewal answered `None`.
-    LostByNone,
-    /// A renewal failed.
-    LostByError,
-    Stopped,
-    FailedAcquire,
-    FailedDelete,
-    /// `run()` refused to start because another run was active.
-    AlreadyRunning,
+/// The operations of one system's ports that cross the network. The shared fault layer needs
+/// their names and their number: latencies, rejections and lost replies are per operation.
+pub trait OpSet: Copy + Eq + Ord + Hash + fmt::Debug + Serialize + Send + Sync + 'static {
+    /// Every operation, in the order scenario tables and traces list them.
+    const ALL: &'static [Self];
+
+    /// Its name in traces (`delete_batch`).
+    fn name(self) -> &'static str;
+
+    /// Its key in a scenario's per-operation tables (`delete`); the name by default.
+    fn key(self) -> &'static str {
+        self.name()
+    }
+
+    /// Its position in [`OpSet::ALL`].
+    fn index(self) -> usize;
+
+    /// The operation whose scenario key is `key`.
+    fn from_key(key: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|op| op.key() == key)
+    }
 }
 
-/// One thing that happened.
+/// Why the network itself answered a call with an error (the system's service never did).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum EventKind {
+pub enum NetFailure {
+    /// Refused before it was applied (fault).
+    Rejected,
+    /// No answer arrived (the reply was lost; the request may have been applied).
+    Timeout,
+}
+
+/// What one system's events carry. The system's marker type implements it; the shared layers
+/// treat every associated type as opaque.
+pub trait Vocabulary: Copy + Eq + Hash + fmt::Debug + 'static {
+    /// The operations crossing the network.
+    type Op: OpSet;
+    /// A request as the worker sent it.
+    type Request: Copy + Eq + Hash + fmt::Debug + Serialize;
+    /// What the service did when it applied a request.
+    type Applied: Copy + Eq + Hash + fmt::Debug + Serialize;
+    /// What the worker received.
+    type Answer: Copy + Eq + Hash + fmt::Debug + Serialize;
+    /// The system's own events.
+    type Note: Copy + Eq + Hash + fmt::Debug + Serialize;
+
+    /// The operation of a request.
+    fn op(request: &Self::Request) -> Self::Op;
+
+    /// The answer a worker receives when the network fails the call.
+    fn failed(failure: NetFailure) -> Self::Answer;
+
+    /// A small number (0..18) grouping notes for checkers' interest masks: notes a checker may
+    /// ignore should have their own class.
+    fn note_class(note: &Self::Note) -> u32;
+}
+
+/// One thing that happened, in any system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case", bound = "")]
+pub enum EventKind<V: Vocabulary> {
     Phase(Phase),
-    /// The replica's driver called `run()`; terms are numbered per replica from 1.
-    TermStarted {
-        term: u32,
-    },
-    /// `run()` returned.
-    TermEnded {
-        term: u32,
-        end: EndKind,
-        rows: u64,
-    },
     /// The worker sent a request.
     Call {
         call: u64,
-        request: Request,
+        request: V::Request,
     },
     /// Fault: the request was refused before it was applied.
     Rejected {
         call: u64,
-        op: OpKind,
+        op: V::Op,
     },
     /// The service applied the request.
     Applied {
         call: u64,
-        applied: Applied,
+        applied: V::Applied,
     },
     /// Fault: the request was applied but its reply is lost; the worker will see a timeout.
     ReplyLost {
@@ -349,8 +190,8 @@ pub enum EventKind {
     /// The worker received the answer.
     Answered {
         call: u64,
-        op: OpKind,
-        answer: Answer,
+        op: V::Op,
+        answer: V::Answer,
     },
     /// The worker read its clock (replica-local time, ms).
     ClockRead {
@@ -370,145 +211,122 @@ pub enum EventKind {
     ClockJumped {
         by_ms: i64,
     },
-    /// Fault: the lease authority dropped the lease with this token.
-    Revoked {
-        token: u64,
-    },
     /// The replica's `stop()` was called.
     StopCalled,
     /// The replica's `stop()` returned.
     StopResolved,
     /// A stopped replica was started again with a fresh worker (liveness phase).
     Restarted,
-    /// Liveness check point: rows created before `eligible_before_ms` still in the store.
-    Backlog {
-        eligible_before_ms: u64,
-        remaining: u64,
-    },
+    /// Something only this system records.
+    #[serde(untagged)]
+    Note(V::Note),
 }
 
-/// An event and the replica it concerns (None: the world itself).
+/// The number of interest bits the shared kinds take; notes use the bits above.
+pub const SHARED_KINDS: u32 = 14;
+
+impl<V: Vocabulary> EventKind<V> {
+    /// This kind's bit in a checker's interest mask: one bit per shared variant, then one per
+    /// note class of the system.
+    pub fn bit(&self) -> u32 {
+        let index = match self {
+            EventKind::Phase(_) => 0,
+            EventKind::Call { .. } => 1,
+            EventKind::Rejected { .. } => 2,
+            EventKind::Applied { .. } => 3,
+            EventKind::ReplyLost { .. } => 4,
+            EventKind::Answered { .. } => 5,
+            EventKind::ClockRead { .. } => 6,
+            EventKind::TimerSet { .. } => 7,
+            EventKind::Paused { .. } => 8,
+            EventKind::Resumed => 9,
+            EventKind::ClockJumped { .. } => 10,
+            EventKind::StopCalled => 11,
+            EventKind::StopResolved => 12,
+            EventKind::Restarted => 13,
+            EventKind::Note(note) => SHARED_KINDS + V::note_class(note).min(31 - SHARED_KINDS),
+        };
+        1 << index
+    }
+}
+
+/// Interest masks over event kinds (see [`EventKind::bit`]).
+pub mod mask {
+    /// Every kind.
+    pub const ALL: u32 = u32::MAX;
+    pub const PHASE: u32 = 1 << 0;
+    pub const CALL: u32 = 1 << 1;
+    pub const REJECTED: u32 = 1 << 2;
+    pub const APPLIED: u32 = 1 << 3;
+    pub const REPLY_LOST: u32 = 1 << 4;
+    pub const ANSWERED: u32 = 1 << 5;
+    pub const CLOCK_READ: u32 = 1 << 6;
+    pub const TIMER_SET: u32 = 1 << 7;
+    pub const PAUSED: u32 = 1 << 8;
+    pub const RESUMED: u32 = 1 << 9;
+    pub const CLOCK_JUMPED: u32 = 1 << 10;
+    pub const STOP_CALLED: u32 = 1 << 11;
+    pub const STOP_RESOLVED: u32 = 1 << 12;
+    pub const RESTARTED: u32 = 1 << 13;
+
+    /// The bit of note class `class`.
+    pub const fn note(class: u32) -> u32 {
+        1 << (super::SHARED_KINDS + class)
+    }
+
+    /// What a worker does and sees, and the run's structure: phases, calls, answers, stops,
+    /// restarts (a system adds its own structural notes).
+    pub const WORKER_SIDE: u32 = PHASE | CALL | ANSWERED | STOP_CALLED | STOP_RESOLVED | RESTARTED;
+
+    /// The service acting on a request.
+    pub const SERVICE_SIDE: u32 = APPLIED | REJECTED;
+}
+
+/// An event and the replica it concerns (`None`: the world itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct Event {
+#[serde(bound = "")]
+pub struct Event<V: Vocabulary> {
     pub replica: Option<ReplicaId>,
-    pub kind: EventKind,
+    pub kind: EventKind<V>,
 }
 
-impl Event {
-    pub fn world(kind: EventKind) -> Event {
+impl<V: Vocabulary> Event<V> {
+    pub fn world(kind: EventKind<V>) -> Event<V> {
         Event {
             replica: None,
             kind,
         }
     }
 
-    pub fn of(replica: ReplicaId, kind: EventKind) -> Event {
+    pub fn of(replica: ReplicaId, kind: EventKind<V>) -> Event<V> {
         Event {
             replica: Some(replica),
             kind,
         }
     }
+
+    /// A system note of the world itself.
+    pub fn world_note(note: V::Note) -> Event<V> {
+        Event::world(EventKind::Note(note))
+    }
+
+    /// A system note of one replica.
+    pub fn note_of(replica: ReplicaId, note: V::Note) -> Event<V> {
+        Event::of(replica, EventKind::Note(note))
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::hash::DefaultHasher;
-
     use super::*;
 
-    /// `Applied` as it was derived before short answers existed.
-    #[derive(Debug, Hash)]
-    enum Before {
-        Granted {
-            lease: LeaseView,
-            replaced: Option<u64>,
-        },
-        Busy {
-            holder_token: u64,
-        },
-        Renewed {
-            lease: LeaseView,
-        },
-        RenewRefused,
-        Released,
-        FreedNothing,
-        Deleted {
-            rows: u32,
-            token_current: bool,
-            current_token: Option<u64>,
-            newest_created_ms: Option<u64>,
-        },
-        DeleteRefused {
-            current_token: Option<u64>,
-        },
-    }
-
-    fn hash_of(value: &impl Hash) -> u64 {
-        let mut hasher = DefaultHasher::new();
-        value.hash(&mut hasher);
-        hasher.finish()
-    }
-
-    fn deleted(held_back: u32) -> Applied {
-        Applied::Deleted {
-            rows: 7,
-            token_current: true,
-            current_token: Some(3),
-            newest_created_ms: None,
-            held_back,
-        }
-    }
-
     #[test]
-    fn a_full_answer_prints_and_hashes_as_before_short_answers_existed() {
-        let lease = LeaseView {
-            token: 4,
-            expires_at_ms: 9,
-        };
-        let pairs = [
-            (
-                Applied::Granted {
-                    lease,
-                    replaced: Some(2),
-                },
-                Before::Granted {
-                    lease,
-                    replaced: Some(2),
-                },
-            ),
-            (
-                Applied::Busy { holder_token: 4 },
-                Before::Busy { holder_token: 4 },
-            ),
-            (Applied::Renewed { lease }, Before::Renewed { lease }),
-            (Applied::RenewRefused, Before::RenewRefused),
-            (Applied::Released, Before::Released),
-            (Applied::FreedNothing, Before::FreedNothing),
-            (
-                deleted(0),
-                Before::Deleted {
-                    rows: 7,
-                    token_current: true,
-                    current_token: Some(3),
-                    newest_created_ms: None,
-                },
-            ),
-            (
-                Applied::DeleteRefused {
-                    current_token: None,
-                },
-                Before::DeleteRefused {
-                    current_token: None,
-                },
-            ),
-        ];
-        for (now, before) in &pairs {
-            assert_eq!(format!("{now:?}"), format!("{before:?}"));
-            assert_eq!(format!("{now:#?}"), format!("{before:#?}"));
-            assert_eq!(hash_of(now), hash_of(before), "{now:?}");
-        }
-        let short = deleted(5);
-        assert!(format!("{short:?}").ends_with("held_back: 5 }"));
-        assert_ne!(hash_of(&short), hash_of(&deleted(0)));
+    fn owner_ids_round_trip_and_show_one_based() {
+        assert_eq!(ReplicaId(0).owner_id(), "r1");
+        assert_eq!(ReplicaId::from_owner_id("r12"), Some(ReplicaId(11)));
+        assert_eq!(ReplicaId::from_owner_id("r0"), None);
+        assert_eq!(ReplicaId::from_owner_id("x1"), None);
+        assert_eq!(ClockMs(EPOCH_MS - 300_000).to_string(), "-300000ms");
+        assert_eq!(ClockMs(EPOCH_MS + 5).to_string(), "+5ms");
     }
 }

@@ -14,12 +14,13 @@
 //! - *checked* (the figure of the last lines): every event is stamped (sequence number,
 //!   virtual time), stable-hashed into a trace hash, and fed to the checkers of every
 //!   invariant the scenario does not expect to break (one `CheckerSet`), to one set per
-//!   expected invariant, and to `Coverage`; the checked set's `finish` runs at the end. The
+//!   expected invariant, and to the coverage; the checked set's `finish` runs at the end. The
 //!   leasesim side is `leasesim::runner::run` (`keep_events = false`,
 //!   `record_choices = false`), exactly what `leasesim fuzz` runs per seed; the tokio side's
-//!   `Env::emit` does the same work by hand.
+//!   `Env::emit` feeds the same `leasesim::runner::Observers`, and both build the world with
+//!   `leasesim_sim::world_on`.
 //! - *counted*: events are only stamped, hashed and counted, no checker: leasesim is
-//!   `leasesim_world::simulate` without an observer. This isolates runtime + world + worker.
+//!   `leasesim_sim::simulate` without an observer. This isolates runtime + world + worker.
 //!
 //! Both sides draw every latency and fault from a `ChoiceSource` seeded with the same seed; the
 //! traces still differ (the runtimes interleave ready tasks differently, and only leasesim
@@ -48,15 +49,13 @@ use std::hint::black_box;
 use std::rc::Rc;
 use std::time::Duration;
 
-use leasesim::runner::{RunSpec, check_config, clock_config, expected_invariants};
-use leasesim::{Invariant, Scenario};
-use leasesim_check::{CheckerSet, Coverage};
-use leasesim_events::{Event, EventKind, Phase};
+use leasesim::runner::{Observers, RunSpec};
+use leasesim::{Retention, Scenario};
+use leasesim_events::{EventKind, Flow, Phase, Stamped};
+use leasesim_retention::events::Event;
 use leasesim_rt::hash::{mix, stable_hash};
-use leasesim_rt::{ChoiceKind, ChoiceSource, Feed, Flow, RunOutcome, SimConfig, Stamped, Strategy};
-use leasesim_world::{
-    Env, EnvSleep, FaultProfile, LocalTask, WorkerFactory, World, run_phases, simulate,
-};
+use leasesim_rt::{ChoiceKind, ChoiceSource, Feed, RunOutcome, SimConfig, Strategy};
+use leasesim_sim::{Env, EnvSleep, LocalTask, WorkerFactory, run_phases, simulate, world_on};
 
 use common::{Elapsed, Stopwatch, median};
 use micro::{POLLS, TIMERS};
@@ -74,42 +73,6 @@ enum Mode {
 // The tokio env
 // ---------------------------------------------------------------------------------------------
 
-/// The observers of one run, as `leasesim::runner` builds them: halting checkers, the
-/// expected-invariant checkers, and coverage.
-struct Observers {
-    checked: CheckerSet,
-    expected: Vec<CheckerSet>,
-    coverage: Coverage,
-}
-
-impl Observers {
-    fn new(scenario: &Scenario, profile: &FaultProfile) -> Observers {
-        let (config, clocks) = (check_config(scenario, profile), clock_config(profile));
-        let expected_list = expected_invariants(scenario);
-        let checked_list: Vec<Invariant> = Invariant::ALL
-            .into_iter()
-            .filter(|i| !expected_list.contains(i))
-            .collect();
-        let set =
-            |invariants: &[Invariant]| CheckerSet::only(&config, invariants).with_clocks(&clocks);
-        Observers {
-            checked: set(&checked_list),
-            expected: expected_list.iter().map(|&i| set(&[i])).collect(),
-            coverage: Coverage::new(),
-        }
-    }
-
-    fn on_event(&mut self, event: &Stamped<Event>) -> Flow {
-        self.coverage.on_event(event);
-        for set in &mut self.expected {
-            if set.violation().is_none() {
-                set.on_event(event);
-            }
-        }
-        self.checked.on_event(event)
-    }
-}
-
 /// The world's `Env` on tokio: paused time, `spawn_local`, draws from a seeded `ChoiceSource`,
 /// events through the same observers as a leasesim fuzz run (checked mode).
 struct TokioEnv {
@@ -117,7 +80,7 @@ struct TokioEnv {
     choices: RefCell<ChoiceSource>,
     checked: bool,
     /// `None` in counted mode, and until the profile is drawn.
-    observers: RefCell<Option<Observers>>,
+    observers: RefCell<Option<Observers<Retention>>>,
     next_seq: Cell<u64>,
     trace_hash: Cell<u64>,
     reached_end: Cell<bool>,
@@ -137,28 +100,22 @@ impl TokioEnv {
         }
     }
 
-    /// In checked mode, builds the observers for the drawn profile (as `leasesim::runner`).
-    fn observe(&self, scenario: &Scenario, profile: &FaultProfile) {
+    /// In checked mode, builds the observers for the drawn profile (`leasesim::runner`'s).
+    fn observe(&self, scenario: &Scenario, profile: &leasesim::runner::Profile<Retention>) {
         if self.checked {
-            *self.observers.borrow_mut() = Some(Observers::new(scenario, profile));
+            *self.observers.borrow_mut() = Some(Observers::new(scenario, profile, None));
         }
     }
 
     /// Runs the checkers' end-of-run checks; the failing invariant, if any.
     fn verdict(&self, end_ms: u64) -> Option<String> {
         let mut observers = self.observers.borrow_mut();
-        let observers = observers.as_mut()?;
-        if observers.checked.violation().is_none() {
-            observers.checked.finish(end_ms);
-        }
-        observers
-            .checked
-            .violation()
-            .map(|v| v.invariant.name().to_string())
+        let violation = observers.as_mut()?.verdict(end_ms)?;
+        Some(violation.invariant.name().to_string())
     }
 }
 
-impl Env for TokioEnv {
+impl Env<Retention> for TokioEnv {
     fn now_ms(&self) -> u64 {
         // Paused time only moves to timer deadlines, whole ms after `start`.
         self.start.elapsed().as_millis() as u64
@@ -203,7 +160,8 @@ impl Env for TokioEnv {
         // A violation would halt a leasesim run; here the run goes on and the verdict is read
         // at the end (none is expected of the correct worker).
         if let Some(observers) = self.observers.borrow_mut().as_mut() {
-            black_box(observers.on_event(&stamped));
+            let flow: Flow = observers.on_event(&stamped);
+            black_box(flow);
         }
     }
 }
@@ -235,14 +193,14 @@ struct SeedResult {
 /// A driver of seeds.
 enum Driver<'a> {
     Leasesim {
-        spec: RunSpec,
+        spec: RunSpec<Retention>,
         mode: Mode,
     },
     /// `runtime: None` builds a runtime per seed (as a `Sim` is built per seed).
     Tokio {
         runtime: Option<&'a tokio::runtime::Runtime>,
         scenario: Rc<Scenario>,
-        factory: Rc<WorkerFactory>,
+        factory: Rc<WorkerFactory<Retention>>,
         mode: Mode,
     },
 }
@@ -267,7 +225,7 @@ impl Driver<'_> {
     }
 }
 
-fn leasesim_seed(spec: &RunSpec, mode: Mode, seed: u64) -> SeedResult {
+fn leasesim_seed(spec: &RunSpec<Retention>, mode: Mode, seed: u64) -> SeedResult {
     match mode {
         Mode::Checked => {
             let report = common::leasesim_run(spec, seed);
@@ -304,17 +262,15 @@ fn leasesim_seed(spec: &RunSpec, mode: Mode, seed: u64) -> SeedResult {
 fn tokio_seed(
     runtime: &tokio::runtime::Runtime,
     scenario: &Rc<Scenario>,
-    factory: &Rc<WorkerFactory>,
+    factory: &Rc<WorkerFactory<Retention>>,
     mode: Mode,
     seed: u64,
 ) -> SeedResult {
     let local = tokio::task::LocalSet::new();
     let result = local.block_on(runtime, async {
         let env = Rc::new(TokioEnv::new(seed, mode));
-        let dyn_env: Rc<dyn Env> = env.clone();
-        let profile = FaultProfile::draw(scenario, &*dyn_env);
-        env.observe(scenario, &profile);
-        let world = Rc::new(World::new(scenario.clone(), profile, dyn_env));
+        let dyn_env: Rc<dyn Env<Retention>> = env.clone();
+        let world = world_on(scenario, dyn_env, |profile| env.observe(scenario, profile));
         run_phases(world.clone(), factory.clone()).await;
         world.teardown();
         let failure = env.verdict(env.now_ms());

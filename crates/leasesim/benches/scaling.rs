@@ -29,9 +29,10 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use leasesim::Scenario;
-use leasesim_events::{Applied, Event, EventKind};
-use leasesim_rt::{Flow, SimConfig, Stamped};
-use leasesim_world::simulate;
+use leasesim_events::Flow;
+use leasesim_retention::events::{Applied, Event, EventKind, Stamped};
+use leasesim_rt::SimConfig;
+use leasesim_sim::simulate;
 
 use common::{BatchTotals, Elapsed, leasesim_batch};
 
@@ -168,7 +169,7 @@ fn rows_deleted(scenario: &Rc<Scenario>) -> u64 {
         &common::correct_factory(),
         SimConfig::seeded(0).with_recording(false),
         false,
-        Some(Box::new(move |_: &leasesim_world::FaultProfile| observer)),
+        Some(Box::new(move |_: &leasesim_retention::Profile| observer)),
     );
     std::hint::black_box(run.events_emitted);
     deleted.get()

@@ -1,167 +1,213 @@
-//! The names a user types: scenarios and workers.
+//! The names a user types: systems, scenarios and workers.
 //!
 //! Terminology:
-//! - *builtin scenario*: a file of `scenarios/` at the workspace root, embedded at build time
-//!   so the binary works from any directory.
+//! - *builtin scenario*: a file of `scenarios/SYSTEM/` at the workspace root, embedded at build
+//!   time so the binary works from any directory. Scenario names are unique across systems.
 //! - *scenario reference*: what `--scenario` takes: a builtin name, a path to a `.toml` file,
-//!   or `all` (every builtin).
-//! - *worker*: `correct` (the production core) or a defective worker by name.
-//! - *resolved scenario*: a parsed scenario whose names the harness has checked too: every
-//!   name in `expect = [...]` is an invariant (the world crate, which parses the file, does
-//!   not know the invariants). Every way in (`--scenario`, the library's `check`) resolves.
+//!   or `all` (every builtin of every system, or of `--system`).
+//! - *worker*: `correct` (each system's production core) or a defective worker by name;
+//!   defective workers' names are unique across systems, so a name picks its system.
+//! - *scenario file*: it names its system (`system = "retention"`); the file is checked by
+//!   that system's loader (every key, every `expect` name), with errors at `file:line:col`.
 
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::Arc;
 
-use leasesim_check::Invariant;
-use leasesim_world::{Scenario, ScenarioError, WorkerFactory, correct_worker};
+use leasesim_sim::WorkerInfo;
+use leasesim_sim::scenario::{Location, ScenarioError, read_file, stem, system_of};
 
 use crate::error::UsageError;
+use crate::systems::{AnyScenario, AnySystem, SYSTEMS, system};
 
 include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 
-/// Names of the builtin scenarios, in name order.
+/// Names of the builtin scenarios, system by system, in name order.
 pub fn builtin_names() -> Vec<&'static str> {
-    BUILTIN.iter().map(|(name, _)| *name).collect()
+    BUILTIN.iter().map(|(_, name, _)| *name).collect()
+}
+
+/// Names of the builtin scenarios of one system.
+pub fn builtin_names_of(system: &str) -> Vec<&'static str> {
+    BUILTIN
+        .iter()
+        .filter(|(folder, _, _)| *folder == system)
+        .map(|(_, name, _)| *name)
+        .collect()
 }
 
 /// Parses a builtin scenario by name.
-pub fn builtin(name: &str) -> Option<Result<Scenario, UsageError>> {
-    let (name, text) = BUILTIN.iter().find(|(builtin, _)| *builtin == name)?;
-    let source = format!("scenarios/{name}.toml");
-    Some(
-        Scenario::parse(name, &source, text)
-            .and_then(checked)
-            .map_err(UsageError::Scenario),
-    )
+pub fn builtin(name: &str) -> Option<Result<Arc<dyn AnyScenario>, UsageError>> {
+    let (folder, name, text) = BUILTIN.iter().find(|(_, builtin, _)| *builtin == name)?;
+    let source = format!("scenarios/{folder}/{name}.toml");
+    Some(parse(name, &source, text))
 }
 
-/// Reads and checks a scenario file (see *resolved scenario*).
-pub fn load(path: &Path) -> Result<Scenario, UsageError> {
-    Scenario::load(path)
-        .and_then(checked)
+/// Parses a scenario file of whichever system it names.
+pub fn parse(name: &str, source: &str, text: &str) -> Result<Arc<dyn AnyScenario>, UsageError> {
+    let (system_name, location) = system_of(source, text).map_err(UsageError::Scenario)?;
+    let Some(system) = system(&system_name) else {
+        return Err(unknown_system(&system_name, location));
+    };
+    system
+        .parse(name, source, text)
         .map_err(UsageError::Scenario)
 }
 
-/// The scenario, if every name in its `expect` list is an invariant; otherwise the first
-/// unknown name, at the place it is written, with the valid names.
-pub fn checked(scenario: Scenario) -> Result<Scenario, ScenarioError> {
-    let unknown = scenario
-        .expect
-        .iter()
-        .find(|(name, _)| Invariant::from_name(name).is_none());
-    if let Some((name, location)) = unknown {
-        let valid: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
-        return Err(ScenarioError {
-            location: location.clone(),
-            message: format!(
-                "expect: unknown invariant `{name}`; valid: {}",
-                valid.join(", ")
-            ),
-        });
-    }
-    // invariant: a resolved scenario expects only invariants the checkers know.
-    debug_assert!(
-        scenario
-            .expect
-            .iter()
-            .all(|(name, _)| Invariant::from_name(name).is_some())
-    );
-    Ok(scenario)
+fn unknown_system(name: &str, location: Location) -> UsageError {
+    let valid: Vec<&str> = SYSTEMS.iter().map(|s| s.name()).collect();
+    UsageError::Scenario(ScenarioError {
+        location,
+        message: format!("unknown system `{name}`; valid: {}", valid.join(", ")),
+    })
 }
 
-/// Resolves `--scenario`: a builtin name, a path to a scenario file, or `all`.
-pub fn resolve_scenarios(reference: &str) -> Result<Vec<Scenario>, UsageError> {
+/// Reads and checks a scenario file; its name is the file stem.
+pub fn load(path: &Path) -> Result<Arc<dyn AnyScenario>, UsageError> {
+    let (source, text) = read_file(path).map_err(UsageError::Scenario)?;
+    parse(&stem(path), &source, &text)
+}
+
+/// Resolves `--scenario`: a builtin name, a path to a scenario file, or `all` (every builtin,
+/// or every builtin of `only_system`).
+pub fn resolve_in(
+    reference: &str,
+    only_system: Option<&str>,
+) -> Result<Vec<Arc<dyn AnyScenario>>, UsageError> {
     if reference == "all" {
-        return builtin_names()
+        let names = match only_system {
+            Some(system) => builtin_names_of(system),
+            None => builtin_names(),
+        };
+        return names
             .into_iter()
             .map(|name| builtin(name).expect("a builtin name"))
             .collect();
     }
+    let found = resolve_one(reference).map_err(|err| match err {
+        UsageError::UnknownName {
+            what,
+            given,
+            mut valid,
+        } => {
+            valid.push("all".to_string());
+            UsageError::UnknownName { what, given, valid }
+        }
+        other => other,
+    })?;
+    if let Some(system) = only_system
+        && found.system().name() != system
+    {
+        return Err(UsageError::BadValue {
+            flag: "--scenario",
+            given: reference.to_string(),
+            why: format!(
+                "it is a `{}` scenario, and --system asks for `{system}`",
+                found.system().name()
+            ),
+        });
+    }
+    Ok(vec![found])
+}
+
+/// Resolves one scenario reference: a builtin name or a path.
+pub fn resolve_one(reference: &str) -> Result<Arc<dyn AnyScenario>, UsageError> {
     if let Some(found) = builtin(reference) {
-        return Ok(vec![found?]);
+        return found;
     }
     let looks_like_path = reference.ends_with(".toml") || reference.contains('/');
     if looks_like_path || Path::new(reference).is_file() {
-        return Ok(vec![load(Path::new(reference))?]);
+        return load(Path::new(reference));
     }
     Err(UsageError::UnknownName {
         what: "scenario",
         given: reference.to_string(),
-        valid: builtin_names()
-            .into_iter()
-            .map(String::from)
-            .chain(["all".into()])
-            .collect(),
+        valid: builtin_names().into_iter().map(String::from).collect(),
     })
 }
 
-/// One worker the harness can drive.
-#[derive(Clone, Copy, Debug)]
-pub struct WorkerInfo {
-    pub name: &'static str,
-    pub description: &'static str,
-    /// Invariants expected to catch it (empty for `correct`).
-    pub caught_by: &'static [&'static str],
+/// Resolves one scenario reference of system `S`, typed (for tests and the library API).
+pub fn resolve_typed<S: leasesim_sim::System>(
+    reference: &str,
+) -> Result<leasesim_sim::Scenario<S>, UsageError> {
+    let found = resolve_one(reference)?;
+    crate::systems::typed::<S>(found.as_ref()).ok_or_else(|| UsageError::BadValue {
+        flag: "--scenario",
+        given: reference.to_string(),
+        why: format!(
+            "it is a `{}` scenario, not a `{}` one",
+            found.system().name(),
+            S::NAME
+        ),
+    })
 }
 
-const CORRECT: WorkerInfo = WorkerInfo {
-    name: "correct",
-    description: "the production worker core (lease-worker)",
-    caught_by: &[],
-};
-
-/// Every worker: `correct` first, then the defective ones.
-pub fn workers() -> Vec<WorkerInfo> {
-    let defects = leasesim_defects::DEFECTS.iter().map(|d| WorkerInfo {
-        name: d.name,
-        description: d.description,
-        caught_by: d.caught_by,
-    });
-    std::iter::once(CORRECT).chain(defects).collect()
+/// Resolves `--scenario` across every system (`all`: every builtin).
+pub fn resolve_scenarios(reference: &str) -> Result<Vec<Arc<dyn AnyScenario>>, UsageError> {
+    resolve_in(reference, None)
 }
 
-/// The factory of a worker by name.
-pub fn worker_factory(name: &str) -> Result<Rc<WorkerFactory>, UsageError> {
-    if name == CORRECT.name {
-        return Ok(Rc::new(correct_worker));
-    }
-    leasesim_defects::factory(name).ok_or_else(|| UsageError::UnknownName {
-        what: "worker",
+/// Checks `--system`.
+pub fn check_system(name: &str) -> Result<&'static dyn AnySystem, UsageError> {
+    system(name).ok_or_else(|| UsageError::UnknownName {
+        what: "system",
         given: name.to_string(),
-        valid: workers().iter().map(|w| w.name.to_string()).collect(),
+        valid: SYSTEMS.iter().map(|s| s.name().to_string()).collect(),
     })
 }
 
-/// Checks a worker name without building anything.
-pub fn check_worker(name: &str) -> Result<&'static str, UsageError> {
-    workers()
+/// Every worker of every system: `(system, worker)`, each system's `correct` first.
+pub fn workers() -> Vec<(&'static str, WorkerInfo)> {
+    SYSTEMS
+        .iter()
+        .flat_map(|system| {
+            let name = system.name();
+            system
+                .workers()
+                .into_iter()
+                .map(move |worker| (name, worker))
+        })
+        .collect()
+}
+
+/// The systems a worker name belongs to (every one for `correct`).
+pub fn systems_of_worker(name: &str) -> Vec<&'static str> {
+    let mut systems: Vec<&'static str> = workers()
         .into_iter()
-        .find(|w| w.name == name)
-        .map(|w| w.name)
-        .ok_or_else(|| UsageError::UnknownName {
+        .filter(|(_, worker)| worker.name == name)
+        .map(|(system, _)| system)
+        .collect();
+    systems.dedup();
+    systems
+}
+
+/// Checks a worker name without building anything; returns it.
+pub fn check_worker(name: &str) -> Result<String, UsageError> {
+    if systems_of_worker(name).is_empty() {
+        let mut valid: Vec<String> = workers()
+            .into_iter()
+            .map(|(_, worker)| worker.name.to_string())
+            .collect();
+        valid.dedup();
+        return Err(UsageError::UnknownName {
             what: "worker",
             given: name.to_string(),
-            valid: workers().iter().map(|w| w.name.to_string()).collect(),
-        })
+            valid,
+        });
+    }
+    Ok(name.to_string())
 }
 
 /// How replay lines name a scenario: its builtin name when it is a builtin (same content),
 /// otherwise the path it was read from.
-pub fn scenario_ref(scenario: &Scenario) -> String {
-    let same_as_builtin = match builtin(&scenario.name) {
-        Some(Ok(builtin)) => {
-            Scenario {
-                source: scenario.source.clone(),
-                ..builtin
-            } == *scenario
-        }
+pub fn scenario_ref(scenario: &dyn AnyScenario) -> String {
+    let same_as_builtin = match builtin(scenario.name()) {
+        Some(Ok(builtin)) => builtin.same_as(scenario),
         _ => false,
     };
     if same_as_builtin {
-        scenario.name.clone()
+        scenario.name().to_string()
     } else {
-        scenario.source.clone()
+        scenario.source().to_string()
     }
 }
 

@@ -10,53 +10,67 @@
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use leasesim_retention::{Retention, WorkerPorts, WorkerUnderTest};
 use leasesim_rt::{Feed, Strategy};
-use leasesim_world::{Scenario, WorkerFactory, WorkerPorts, WorkerUnderTest};
+use leasesim_sim::{Scenario, System, WorkerFactory};
 
 use crate::catalog;
 use crate::error::parse_seed;
 use crate::runner::{Outcome, RunSpec, run};
+use crate::systems::{AnyScenario, ScenarioOf};
 use crate::trace::{TraceHeader, render};
 
-/// Something that names a scenario: a builtin name, a path, or a loaded scenario.
-pub trait IntoScenario {
-    fn into_scenario(self) -> Scenario;
+/// Something that names a scenario of system `S`: a builtin name, a path, or a loaded
+/// scenario.
+pub trait IntoScenario<S: System> {
+    fn into_scenario(self) -> Scenario<S>;
 }
 
-impl IntoScenario for Scenario {
-    /// The scenario as given; panics if its `expect` list names an unknown invariant.
-    fn into_scenario(self) -> Scenario {
-        catalog::checked(self).unwrap_or_else(|err| panic!("{err}"))
+impl<S: System> IntoScenario<S> for Scenario<S> {
+    fn into_scenario(self) -> Scenario<S> {
+        self
     }
 }
 
-impl IntoScenario for &str {
+/// The scenario of system `S` behind `found`; panics naming both systems otherwise.
+fn of_system<S: System>(found: std::sync::Arc<dyn AnyScenario>) -> Scenario<S> {
+    match found.as_any().downcast_ref::<ScenarioOf<S>>() {
+        Some(scenario) => scenario.0.clone(),
+        None => panic!(
+            "scenario `{}` is a `{}` scenario; this check is of the `{}` system",
+            found.name(),
+            found.system().name(),
+            S::NAME
+        ),
+    }
+}
+
+impl<S: System> IntoScenario<S> for &str {
     /// A builtin name (`"steady"`) or a path to a scenario file. Panics with the error.
-    fn into_scenario(self) -> Scenario {
-        match catalog::resolve_scenarios(self) {
-            Ok(mut found) if found.len() == 1 => found.remove(0),
-            Ok(_) => panic!("leasesim::check takes one scenario, not `{self}`"),
+    fn into_scenario(self) -> Scenario<S> {
+        match catalog::resolve_one(self) {
+            Ok(found) => of_system(found),
             Err(err) => panic!("{err}"),
         }
     }
 }
 
-impl IntoScenario for &Path {
-    fn into_scenario(self) -> Scenario {
-        catalog::load(self).unwrap_or_else(|err| panic!("{err}"))
+impl<S: System> IntoScenario<S> for &Path {
+    fn into_scenario(self) -> Scenario<S> {
+        of_system(catalog::load(self).unwrap_or_else(|err| panic!("{err}")))
     }
 }
 
-impl IntoScenario for PathBuf {
-    fn into_scenario(self) -> Scenario {
+impl<S: System> IntoScenario<S> for PathBuf {
+    fn into_scenario(self) -> Scenario<S> {
         self.as_path().into_scenario()
     }
 }
 
-/// A check of one worker against one scenario.
-pub struct Check {
-    scenario: Rc<Scenario>,
-    factory: Rc<WorkerFactory>,
+/// A check of one worker against one scenario of system `S`.
+pub struct Check<S: System> {
+    scenario: Rc<Scenario<S>>,
+    factory: Rc<WorkerFactory<S>>,
     worker_name: String,
     /// The worker is one of the harness's own (so `leasesim replay` can rebuild it).
     builtin: bool,
@@ -75,16 +89,16 @@ pub struct CheckSummary {
 
 /// The first failing seed of a check.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CheckFailure {
+pub struct CheckFailure<S: System> {
     pub scenario: String,
     pub worker: String,
     pub seed: u64,
-    pub outcome: Outcome,
+    pub outcome: Outcome<S>,
     /// `leasesim replay ...`, for builtin workers, and the environment to rerun the test.
     pub replay: String,
 }
 
-impl std::fmt::Display for CheckFailure {
+impl<S: System> std::fmt::Display for CheckFailure<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
@@ -99,14 +113,23 @@ impl std::fmt::Display for CheckFailure {
     }
 }
 
-/// Starts a check of the worker `make` builds, against `scenario`.
-pub fn check<W, F>(scenario: impl IntoScenario, make: F) -> Check
+/// Starts a check of the retention worker `make` builds, against `scenario` (a retention
+/// scenario: a builtin name, a path, or a loaded one).
+pub fn check<W, F>(scenario: impl IntoScenario<Retention>, make: F) -> Check<Retention>
 where
     W: WorkerUnderTest + 'static,
     F: Fn(WorkerPorts) -> W + 'static,
 {
-    let factory: Rc<WorkerFactory> =
+    let factory: Rc<WorkerFactory<Retention>> =
         Rc::new(move |ports| Rc::new(make(ports)) as Rc<dyn WorkerUnderTest>);
+    check_system(scenario, factory)
+}
+
+/// Starts a check of any system's worker, built by `factory`, against `scenario`.
+pub fn check_system<S: System>(
+    scenario: impl IntoScenario<S>,
+    factory: Rc<WorkerFactory<S>>,
+) -> Check<S> {
     Check {
         scenario: Rc::new(scenario.into_scenario()),
         factory,
@@ -117,28 +140,36 @@ where
     }
 }
 
-impl Check {
-    /// Checks a builtin worker by name (`correct`, `stale-release`, ...) instead.
-    pub fn builtin_worker(mut self, name: &str) -> Check {
-        self.factory = catalog::worker_factory(name).unwrap_or_else(|err| panic!("{err}"));
+impl<S: System> Check<S> {
+    /// Checks a builtin worker of the system by name (`correct`, `stale-release`, ...)
+    /// instead.
+    pub fn builtin_worker(mut self, name: &str) -> Check<S> {
+        let valid: Vec<&str> = S::workers().iter().map(|w| w.name).collect();
+        self.factory = S::factory(name).unwrap_or_else(|| {
+            panic!(
+                "unknown {} worker `{name}`; valid: {}",
+                S::NAME,
+                valid.join(", ")
+            )
+        });
         self.worker_name = name.to_string();
         self.builtin = true;
         self
     }
 
     /// The name failures report for your worker (default `custom`).
-    pub fn worker_name(mut self, name: &str) -> Check {
+    pub fn worker_name(mut self, name: &str) -> Check<S> {
         self.worker_name = name.to_string();
         self.builtin = false;
         self
     }
 
-    pub fn strategy(mut self, strategy: Strategy) -> Check {
+    pub fn strategy(mut self, strategy: Strategy) -> Check<S> {
         self.strategy = strategy;
         self
     }
 
-    pub fn start_seed(mut self, seed: u64) -> Check {
+    pub fn start_seed(mut self, seed: u64) -> Check<S> {
         self.start_seed = seed;
         self
     }
@@ -153,7 +184,7 @@ impl Check {
     }
 
     /// Runs `count` seeds (or only `LEASESIM_SEED`); returns the first failure.
-    pub fn try_seeds(self, count: u64) -> Result<CheckSummary, Box<CheckFailure>> {
+    pub fn try_seeds(self, count: u64) -> Result<CheckSummary, Box<CheckFailure<S>>> {
         let name = self.scenario.name.clone();
         if let Ok(only) = std::env::var("LEASESIM_SCENARIO")
             && only != name
@@ -209,13 +240,13 @@ impl Check {
         })
     }
 
-    fn failure(&self, seed: u64, outcome: Outcome) -> CheckFailure {
+    fn failure(&self, seed: u64, outcome: Outcome<S>) -> CheckFailure<S> {
         let name = &self.scenario.name;
         let rerun =
             format!("rerun this seed: LEASESIM_SEED={seed} LEASESIM_SCENARIO={name} cargo test");
         let replay = match self.builtin {
             true => {
-                let reference = catalog::scenario_ref(&self.scenario);
+                let reference = catalog::scenario_ref(&ScenarioOf((*self.scenario).clone()));
                 let line = catalog::replay_line(&reference, seed, &self.worker_name, self.strategy);
                 format!("{line}\n{rerun}")
             }

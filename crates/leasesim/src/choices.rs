@@ -14,10 +14,11 @@
 use std::fmt::Write as _;
 
 use leasesim_rt::{Choice, ChoiceKind};
-use leasesim_world::Scenario;
+use std::sync::Arc;
 
 use crate::error::UsageError;
-use crate::overrides::{self, Key, Overrides};
+use crate::overrides::{self, Overrides};
+use crate::systems::AnyScenario;
 
 /// The format version this module writes.
 pub const VERSION: u32 = 2;
@@ -51,8 +52,9 @@ pub struct ChoiceFile {
     pub header: Vec<(String, String)>,
     /// The `# set` lines.
     pub overrides: Overrides,
-    /// Where each override was written (`file:line:column` of its key).
-    pub override_at: Vec<(Key, String)>,
+    /// Where each override was written: `(key, file:line:column of the key, ... of the
+    /// value)`.
+    pub override_at: Vec<(String, String, String)>,
 }
 
 impl ChoiceFile {
@@ -66,16 +68,30 @@ impl ChoiceFile {
 
     /// `scenario` with this file's overrides applied; an override that makes it invalid is
     /// an error at that override's line.
-    pub fn apply(&self, scenario: &Scenario) -> Result<Scenario, UsageError> {
-        self.overrides.apply(scenario).map_err(|(key, why)| {
-            let path = self
-                .override_at
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, at)| at.clone())
-                .unwrap_or_default();
-            UsageError::File { path, why }
-        })
+    pub fn apply(
+        &self,
+        scenario: &Arc<dyn AnyScenario>,
+    ) -> Result<Arc<dyn AnyScenario>, UsageError> {
+        if self.overrides.is_empty() {
+            return Ok(scenario.clone());
+        }
+        scenario
+            .with_overrides(&self.overrides)
+            .map_err(|(key, why)| {
+                // An unknown key, or a key through a value, is the key's fault; anything else
+                // (a wrong type, a value out of range) is the value's.
+                let key_fault = why.contains("unknown key") || why.contains("is not a table");
+                let path = self
+                    .override_at
+                    .iter()
+                    .find(|(k, _, _)| *k == key)
+                    .map(|(_, key_at, value_at)| match key_fault {
+                        true => key_at.clone(),
+                        false => value_at.clone(),
+                    })
+                    .unwrap_or_default();
+                UsageError::File { path, why }
+            })
     }
 }
 
@@ -134,13 +150,16 @@ fn comment_line(
         let rest_offset = body_offset + 3;
         let parsed =
             overrides::parse(rest).map_err(|err| bad(rest_offset + err.column, err.why))?;
-        if file.overrides.get(parsed.key).is_some() {
-            let why = format!("`{}` is set twice", parsed.key.name());
+        if file.overrides.get(&parsed.key).is_some() {
+            let why = format!("`{}` is set twice", parsed.key);
             return Err(bad(body_offset, why));
         }
         let key_offset = rest_offset + rest.len() - rest.trim_start().len();
-        file.overrides.set(parsed.key, parsed.value);
-        file.override_at.push((parsed.key, at(key_offset)));
+        let (_, value) = rest.split_once('=').expect("a parsed override has `=`");
+        let value_offset = rest_offset + rest.len() - value.trim_start().len();
+        file.override_at
+            .push((parsed.key.clone(), at(key_offset), at(value_offset)));
+        file.overrides.set(&parsed.key, parsed.value);
         return Ok(());
     }
     if let Some((key, value)) = body.split_once(':') {
@@ -233,8 +252,8 @@ mod tests {
     #[test]
     fn overrides_round_trip_and_v1_files_still_load() {
         let mut set = Overrides::default();
-        set.set(Key::PauseProbability, overrides::Value::Probability(0.0));
-        set.set(Key::Replicas, overrides::Value::Count(1));
+        set.set("faults.pause.probability", toml::Value::Integer(0));
+        set.set("replicas", toml::Value::Integer(1));
         let text = render(&["worker: naive".into()], &set, &[]);
         assert_eq!(
             text,
@@ -244,7 +263,11 @@ mod tests {
         let file = parse_file("f", &text).unwrap();
         assert_eq!(file.overrides, set);
         assert_eq!(file.get("worker"), Some("naive"));
-        assert_eq!(file.override_at[0], (Key::Replicas, "f:3:7".to_string()));
+        let at = |text: &str| text.to_string();
+        assert_eq!(
+            file.override_at[0],
+            (at("replicas"), at("f:3:7"), at("f:3:18"))
+        );
 
         let v1 = "# leasesim choices v1\n# scenario: steady\n# verdict: x: y\nschedule 1/2\n";
         let file = parse_file("old", v1).unwrap();
@@ -256,14 +279,14 @@ mod tests {
     fn bad_override_lines_name_the_line_and_column() {
         let err = |text: &str| parse_file("c.txt", text).unwrap_err().to_string();
         assert_eq!(
-            err("# leasesim choices v2\n# set replicas = many\n"),
-            "c.txt:2:18: replicas: `many` is not a whole number"
+            err("# leasesim choices v2\n# set replicas = [1,\n"),
+            "c.txt:2:18: replicas: `[1,` is not a value (a number, true, false, [min, max] or a word)"
         );
         assert!(
-            err("  #  set  replics = 1\n")
-                .starts_with("c.txt:1:11: unknown override key `replics`"),
+            err("  #  set  repl..ics = 1\n")
+                .starts_with("c.txt:1:11: `repl..ics` is not a scenario key"),
             "{}",
-            err("  #  set  replics = 1\n")
+            err("  #  set  repl..ics = 1\n")
         );
         assert_eq!(
             err("# set drain\n"),
@@ -284,10 +307,19 @@ mod tests {
     #[test]
     fn an_override_that_breaks_the_scenario_is_refused_at_its_line() {
         let scenario = crate::catalog::builtin("steady").unwrap().unwrap();
-        let file = parse_file("c.txt", "# leasesim choices v2\n# set replicas = 99\n").unwrap();
+        let refused = |text: &str| {
+            let file = parse_file("c.txt", text).unwrap();
+            file.apply(&scenario).unwrap_err().to_string()
+        };
         assert_eq!(
-            file.apply(&scenario).unwrap_err().to_string(),
-            "c.txt:2:7: replicas must be 1..=64, got 99"
+            refused("# leasesim choices v2\n# set replicas = 99\n"),
+            "c.txt:2:18: override `replicas`: replicas must be 1..=64, got 99"
         );
+        let unknown = refused("# leasesim choices v2\n# set replics = 1\n");
+        let wanted = "c.txt:2:7: override `replics`: unknown key `replics`";
+        assert!(unknown.starts_with(wanted), "{unknown}");
+        let many = refused("# leasesim choices v2\n# set replicas = many\n");
+        let wanted = "c.txt:2:18: override `replicas`: invalid type";
+        assert!(many.starts_with(wanted), "{many}");
     }
 }

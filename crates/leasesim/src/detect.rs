@@ -8,14 +8,11 @@
 //! - A run that fails with another invariant is counted as a *stray* (for a single-defect
 //!   worker it means the defect shows up under an unexpected name).
 
-use std::rc::Rc;
+use std::sync::Arc;
 
-use leasesim_check::Invariant;
 use leasesim_rt::{Feed, Strategy};
-use leasesim_world::Scenario;
 
-use crate::catalog::worker_factory;
-use crate::runner::{RunSpec, run};
+use crate::systems::AnyScenario;
 
 /// Distance between the first seeds of two ranges.
 pub const RANGE_STRIDE: u64 = 1_000_000;
@@ -25,51 +22,49 @@ pub const RANGE_STRIDE: u64 = 1_000_000;
 pub struct RangeResult {
     pub start_seed: u64,
     /// `(seeds, runs, scenario, invariant)` of the first detection, if any within the limit.
-    pub detected: Option<(u64, u64, String, Invariant)>,
+    pub detected: Option<(u64, u64, String, String)>,
     /// Failing runs with an invariant not in the worker's list, before detection.
     pub strays: u64,
 }
 
-/// Runs rounds from `start_seed` until detection or `max_seeds` rounds.
+/// Runs rounds from `start_seed` until detection or `max_seeds` rounds. `scenarios` are of
+/// the worker's system; `caught_by` names the invariants that count as its detection.
 pub fn detect_range(
-    scenarios: &[Scenario],
+    scenarios: &[Arc<dyn AnyScenario>],
     worker: &str,
-    caught_by: &[Invariant],
+    caught_by: &[&str],
     strategy: Strategy,
     start_seed: u64,
     max_seeds: u64,
 ) -> RangeResult {
-    let factory = worker_factory(worker).expect("worker names are checked by the caller");
-    // One calibrated spec per scenario (PCT measures its step estimate once).
-    let specs: Vec<RunSpec> = scenarios
+    // One calibrated runner per scenario (PCT measures its step estimate once).
+    let runners: Vec<_> = scenarios
         .iter()
         .map(|scenario| {
-            let scenario = Rc::new(scenario.clone());
-            RunSpec::new(scenario, worker, factory.clone(), Feed::Seed(0), strategy).calibrated()
+            let mut runner = scenario
+                .runner(worker, strategy)
+                .expect("the worker belongs to the scenarios' system");
+            runner.calibrate();
+            (scenario.name().to_string(), runner)
         })
         .collect();
     let mut runs = 0;
     let mut strays = 0;
     for round in 0..max_seeds {
         let seed = start_seed + round;
-        for spec in &specs {
+        for (name, runner) in &runners {
             runs += 1;
-            let scenario = &spec.scenario;
-            let outcome = run(&RunSpec {
-                feed: Feed::Seed(seed),
-                ..spec.clone()
-            })
-            .outcome;
-            match outcome.invariant() {
+            let report = runner.run(Feed::Seed(seed), false, false);
+            match report.invariant() {
                 Some(invariant) if caught_by.contains(&invariant) => {
-                    let detected = (round + 1, runs, scenario.name.clone(), invariant);
+                    let detected = (round + 1, runs, name.clone(), invariant.to_string());
                     return RangeResult {
                         start_seed,
                         detected: Some(detected),
                         strays,
                     };
                 }
-                _ if !outcome.is_pass() => strays += 1,
+                _ if report.failed() => strays += 1,
                 _ => {}
             }
         }

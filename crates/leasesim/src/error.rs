@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use leasesim_world::ScenarioError;
+use leasesim_sim::ScenarioError;
 
 /// Something the user gave that cannot be used.
 #[derive(Debug)]

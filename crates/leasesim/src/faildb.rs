@@ -69,7 +69,7 @@ impl FailureDb {
         };
         let file: File = toml::from_str(&text).map_err(|err| {
             let offset = err.span().map_or(0, |span| span.start);
-            let location = leasesim_world::Location::at(&shown, &text, offset);
+            let location = leasesim_sim::scenario::Location::at(&shown, &text, offset);
             UsageError::File {
                 path: location.to_string(),
                 why: err.message().trim().to_string(),

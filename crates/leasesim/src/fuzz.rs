@@ -29,12 +29,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use leasesim_check::CoverageTally;
+use leasesim_invariants::CoverageTally;
 use leasesim_rt::{Feed, Interrupt, Strategy};
-use leasesim_world::{Scenario, WorkerFactory};
 
-use crate::catalog::worker_factory;
-use crate::runner::{Outcome, RunReport, RunSpec, run};
+use crate::systems::{AnyReport, AnyRunner, AnyScenario};
 
 /// Which seeds a campaign runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,11 +47,16 @@ pub const DEFAULT_SEED_TIMEOUT_MS: u64 = 60_000;
 /// Builds a worker factory on a job's own thread (factories hold `Rc`s and stay on the thread
 /// that built them). Campaigns of builtin workers need none: they build by name.
 #[derive(Clone)]
-pub struct FactorySource(Arc<dyn Fn() -> Rc<WorkerFactory> + Send + Sync>);
+pub struct FactorySource(Arc<dyn Fn() -> Box<dyn std::any::Any> + Send + Sync>);
 
 impl FactorySource {
-    pub fn new(build: impl Fn() -> Rc<WorkerFactory> + Send + Sync + 'static) -> FactorySource {
-        FactorySource(Arc::new(build))
+    /// A source of `Rc<WorkerFactory<S>>` for the scenario's system `S`.
+    pub fn new<S: leasesim_sim::System>(
+        build: impl Fn() -> Rc<leasesim_sim::WorkerFactory<S>> + Send + Sync + 'static,
+    ) -> FactorySource {
+        FactorySource(Arc::new(move || {
+            Box::new(build()) as Box<dyn std::any::Any>
+        }))
     }
 }
 
@@ -66,7 +69,7 @@ impl std::fmt::Debug for FactorySource {
 /// A campaign over one scenario.
 #[derive(Clone, Debug)]
 pub struct ScenarioCampaign {
-    pub scenario: Scenario,
+    pub scenario: Arc<dyn AnyScenario>,
     /// The worker's name (a builtin name, or how a custom worker is reported).
     pub worker: String,
     /// Builds a custom worker; `None` builds the builtin worker named `worker`.
@@ -125,38 +128,43 @@ impl ScenarioSummary {
         }
     }
 
-    /// Counts one finished run of `seed`.
-    fn add_run(&mut self, seed: u64, report: &RunReport) {
+    /// Counts one finished run of `seed` (a hang stopped by the watchdog is reported with
+    /// the campaign's limit).
+    fn add_run(&mut self, seed: u64, report: &dyn AnyReport, limit_ms: u64) {
+        let stats = report.stats();
         self.seeds += 1;
-        self.events += report.stats.events;
-        self.steps += report.stats.steps;
-        self.pct_drawn += u64::from(report.stats.pct_drawn);
-        self.pct_applied += u64::from(report.stats.pct_applied);
-        self.coverage.add(&report.coverage);
-        for expected in &report.expected {
-            let label = expected.invariant.name().to_string();
+        self.events += stats.events;
+        self.steps += stats.steps;
+        self.pct_drawn += u64::from(stats.pct_drawn);
+        self.pct_applied += u64::from(stats.pct_applied);
+        self.coverage.add_bits(report.coverage());
+        for (invariant, sentence) in report.expected() {
+            let label = invariant.to_string();
             *self.expected.entry(label.clone()).or_insert(0) += 1;
             self.findings.push(Finding {
                 seed,
                 label,
-                sentence: expected.sentence.clone(),
+                sentence,
                 expected: true,
             });
         }
         if report.failed() {
-            self.add_failure(seed, &report.outcome);
+            let sentence = match report.label().as_str() {
+                "hang" => crate::runner::hang_sentence(limit_ms, Some(stats.end_ms)),
+                _ => report.sentence(),
+            };
+            self.add_failure(seed, report.label(), sentence);
         }
         // invariant: applied change points never outnumber the drawn ones.
         debug_assert!(self.pct_applied <= self.pct_drawn);
     }
 
-    fn add_failure(&mut self, seed: u64, outcome: &Outcome) {
-        let label = outcome.label();
+    fn add_failure(&mut self, seed: u64, label: String, sentence: String) {
         *self.failures.entry(label.clone()).or_insert(0) += 1;
         self.findings.push(Finding {
             seed,
             label,
-            sentence: outcome.sentence(),
+            sentence,
             expected: false,
         });
     }
@@ -216,12 +224,15 @@ impl Shared {
 }
 
 impl ScenarioCampaign {
-    /// The worker factory, built on the calling thread.
-    fn build_factory(&self) -> Rc<WorkerFactory> {
-        match &self.factory {
-            Some(source) => (source.0)(),
-            None => worker_factory(&self.worker).expect("the worker name was checked"),
-        }
+    /// The runner of this campaign's worker, built on the calling thread.
+    fn runner(&self) -> Box<dyn AnyRunner> {
+        let runner = match &self.factory {
+            Some(source) => self
+                .scenario
+                .custom_runner(&self.worker, (source.0)(), self.strategy),
+            None => self.scenario.runner(&self.worker, self.strategy),
+        };
+        runner.expect("the worker was checked against the scenario's system")
     }
 }
 
@@ -229,24 +240,14 @@ impl ScenarioCampaign {
 fn job(shared: &Shared, slot: &JobSlot) {
     leasesim_rt::set_quiet(true);
     let campaign = &shared.campaign;
-    let scenario = Rc::new(campaign.scenario.clone());
-    let factory = campaign.build_factory();
-    let base = RunSpec {
-        interrupt: Some(slot.interrupt.clone()),
-        ..RunSpec::new(
-            scenario,
-            &campaign.worker,
-            factory,
-            Feed::Seed(0),
-            campaign.strategy,
-        )
-    };
+    let mut runner = campaign.runner();
+    runner.set_interrupt(slot.interrupt.clone());
     // PCT's step estimate, measured here under the watchdog's eye (the same on every job).
     slot.started_ms
         .store(shared.elapsed_ms(), Ordering::Relaxed);
     slot.seed
         .store(crate::runner::CALIBRATION_SEEDS.start, Ordering::Relaxed);
-    let base = base.calibrated();
+    runner.calibrate();
     slot.seed.store(IDLE, Ordering::Relaxed);
     if slot.abandoned.load(Ordering::Relaxed) {
         return;
@@ -255,7 +256,7 @@ fn job(shared: &Shared, slot: &JobSlot) {
         .summary
         .lock()
         .expect("no job panics holding the lock")
-        .pct_steps = base.pct_steps;
+        .pct_steps = runner.pct_steps();
     loop {
         if shared.deadline.is_some_and(|d| Instant::now() >= d) {
             break;
@@ -269,24 +270,20 @@ fn job(shared: &Shared, slot: &JobSlot) {
         slot.started_ms
             .store(shared.elapsed_ms(), Ordering::Relaxed);
         slot.seed.store(seed, Ordering::Relaxed);
-        let mut report = run(&RunSpec {
-            feed: Feed::Seed(seed),
-            ..base.clone()
-        });
+        let report = runner.run(Feed::Seed(seed), false, false);
         slot.seed.store(IDLE, Ordering::Relaxed);
         if slot.abandoned.load(Ordering::Relaxed) {
             // The watchdog already reported this seed and replaced this job.
             return;
         }
-        if let Outcome::Hang { limit_ms, .. } = &mut report.outcome {
-            *limit_ms = campaign.seed_timeout_ms;
-        }
-        shared
+        let failed = report.failed();
+        let mut summary = shared
             .summary
             .lock()
-            .expect("no job panics holding the lock")
-            .add_run(seed, &report);
-        if report.failed() {
+            .expect("no job panics holding the lock");
+        summary.add_run(seed, &*report, campaign.seed_timeout_ms);
+        drop(summary);
+        if failed {
             shared.progress.failed.fetch_add(1, Ordering::Relaxed);
         }
         shared.progress.done.fetch_add(1, Ordering::Relaxed);
@@ -323,16 +320,13 @@ fn watch(shared: &Shared, slot: &JobSlot) -> bool {
     if running_ms <= limit_ms.saturating_mul(2) || slot.abandoned.swap(true, Ordering::Relaxed) {
         return false;
     }
-    let outcome = Outcome::Hang {
-        limit_ms,
-        at_ms: None,
-    };
+    let sentence = crate::runner::hang_sentence(limit_ms, None);
     let mut summary = shared
         .summary
         .lock()
         .expect("no job panics holding the lock");
     summary.seeds += 1;
-    summary.add_failure(seed, &outcome);
+    summary.add_failure(seed, "hang".into(), sentence);
     shared.progress.failed.fetch_add(1, Ordering::Relaxed);
     shared.progress.done.fetch_add(1, Ordering::Relaxed);
     true
@@ -361,7 +355,7 @@ pub fn run_campaign(
         started,
         deadline,
         summary: Mutex::new(ScenarioSummary {
-            scenario: campaign.scenario.name.clone(),
+            scenario: campaign.scenario.name().to_string(),
             ..ScenarioSummary::default()
         }),
         progress: progress.clone(),

@@ -1,9 +1,12 @@
-//! leasesim: deterministic simulation testing for lease-fenced cleanup workers.
+//! leasesim: deterministic simulation testing for lease-fenced workers.
 //!
 //! Terminology:
-//! - *scenario*: a TOML description of the world and its faults (`scenarios/`).
-//! - *worker*: the system under test: `correct` (the production core), a defective worker,
-//!   or your own type implementing [`WorkerUnderTest`].
+//! - *system*: one family member the harness knows (the retention worker, ...): its services,
+//!   events, checkers and defective workers, behind [`leasesim_sim::System`]. The registry is
+//!   [`systems::SYSTEMS`].
+//! - *scenario*: a TOML description of one system's world and its faults (`scenarios/SYSTEM/`).
+//! - *worker*: the code under test: `correct` (the system's production core), a defective
+//!   worker, or your own type implementing the system's worker trait.
 //! - *seed*: one run. The same scenario, worker, strategy and seed give the same run, byte for
 //!   byte, on every machine.
 //! - *check*: many seeds of one scenario against one worker, from a test:
@@ -23,28 +26,22 @@ pub mod detect;
 pub mod error;
 pub mod faildb;
 pub mod fuzz;
+pub mod html;
 pub mod overrides;
 pub mod runner;
 pub mod shrink;
-pub mod timeline;
+pub mod systems;
 pub mod trace;
 
 mod check;
 
-pub use check::{Check, CheckFailure, CheckSummary, IntoScenario, check};
-pub use leasesim_check::{Invariant, Violation};
+pub use check::{Check, CheckFailure, CheckSummary, IntoScenario, check, check_system};
+pub use leasesim_retention::{
+    Retention, SimWorker, WorkerPorts, WorkerUnderTest, correct_worker_of,
+};
 pub use leasesim_rt::Strategy;
-pub use leasesim_world::{Scenario, SimWorker, WorkerPorts, WorkerUnderTest};
+pub use leasesim_sim::System;
 pub use runner::Outcome;
 
-/// The production worker built on simulated ports (handy as a starting point and in docs).
-pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
-    lease_worker::RetentionWorker::new(
-        ports.owner_id,
-        ports.config,
-        ports.clock,
-        ports.leases,
-        ports.records,
-    )
-    .expect("scenario loading validated the worker configuration")
-}
+/// A scenario of the retention system.
+pub type Scenario = leasesim_retention::Scenario;

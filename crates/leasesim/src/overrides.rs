@@ -1,206 +1,49 @@
-//! Scenario overrides: the changes a shrink makes to a scenario, written into its choices file.
+//! Scenario overrides: the changes a shrink makes to a scenario, recorded as `KEY = VALUE`.
 //!
 //! Terminology:
-//! - *override*: one `KEY = VALUE` pair, written in a choices file as `# set KEY = VALUE`.
-//!   Keys are the scenario file's own dotted keys (`replicas`, `faults.pause.probability`,
-//!   `store.rows`, ...), restricted to the ones a shrink may simplify.
-//! - *override set*: at most one override per key, kept in the canonical order of
-//!   [`Key::ALL`], so the same set always renders the same text.
-//! - *apply*: the scenario with every override of a set written into it, then checked the way
-//!   a scenario file is (replica count, stop plan against replicas and phase length).
-//!
-//! Overrides change the scenario, never the choice source: a run of an overridden scenario
-//! draws exactly what a scenario file with those values would.
+//! - *override*: a dotted scenario key (as written in a scenario file: `replicas`,
+//!   `faults.reject.renew`, `clocks.offset_ms`, `store.rows`) and a TOML value (`1`, `0`,
+//!   `false`, `[0, 0]`, `none`). Any key of any system's scenario files can be overridden.
+//! - *apply*: the overrides are written into the scenario's file text (creating tables as
+//!   needed) and the file is checked again by its system's loader, so an override can never
+//!   make a scenario that a file could not: an invalid one is an error naming the override.
+//! - *canonical order*: the shape first (replicas, phases), then stops, faults and clocks, in
+//!   a fixed order; keys it does not list follow in name order. Choices files list overrides
+//!   in this order, so one shrink always writes the same file.
 
 use std::fmt;
 
-use leasesim_events::OpKind;
-use leasesim_world::Scenario;
-use leasesim_world::scenario::{MAX_REPLICAS, Probability, SignedRange, StopAt};
+use leasesim_sim::scenario::parse_scenario;
+use leasesim_sim::{Scenario, System};
 
-/// A key an override may set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Key {
-    Replicas,
-    DurationMs,
-    LivenessMs,
-    Drain,
-    StoreRows,
-    StopAt,
-    StopReplicas,
-    Reject(OpKind),
-    ReplyLost(OpKind),
-    RevokeProbability,
-    PauseProbability,
-    ShortDeleteProbability,
-    JumpProbability,
-    ClockOffsetMs,
-    ClockDriftPpm,
-}
-
-/// The kind of value a key takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    /// A whole number; `positive` refuses 0.
-    Count {
-        positive: bool,
-    },
-    Flag,
-    Probability,
-    SignedRange,
-    StopMode,
-}
-
-const OPS: [OpKind; 4] = [
-    OpKind::Acquire,
-    OpKind::Renew,
-    OpKind::Release,
-    OpKind::Delete,
-];
-
-/// The scenario file's name of an operation inside a per-operation table.
-fn op_key(op: OpKind) -> &'static str {
-    match op {
-        OpKind::Acquire => "acquire",
-        OpKind::Renew => "renew",
-        OpKind::Release => "release",
-        OpKind::Delete => "delete",
-    }
-}
-
-const STOP_MODES: [StopAt; 7] = [
-    StopAt::None,
-    StopAt::Time,
-    StopAt::Acquire,
-    StopAt::Delete,
-    StopAt::Renew,
-    StopAt::BetweenTerms,
-    StopAt::Anywhere,
-];
-
-impl Key {
-    /// Every key, in canonical order.
-    pub const ALL: [Key; 21] = [
-        Key::Replicas,
-        Key::DurationMs,
-        Key::LivenessMs,
-        Key::Drain,
-        Key::StoreRows,
-        Key::StopAt,
-        Key::StopReplicas,
-        Key::Reject(OPS[0]),
-        Key::Reject(OPS[1]),
-        Key::Reject(OPS[2]),
-        Key::Reject(OPS[3]),
-        Key::ReplyLost(OPS[0]),
-        Key::ReplyLost(OPS[1]),
-        Key::ReplyLost(OPS[2]),
-        Key::ReplyLost(OPS[3]),
-        Key::RevokeProbability,
-        Key::PauseProbability,
-        Key::ShortDeleteProbability,
-        Key::JumpProbability,
-        Key::ClockOffsetMs,
-        Key::ClockDriftPpm,
-    ];
-
-    /// The dotted key, as in a scenario file.
-    pub fn name(self) -> String {
-        match self {
-            Key::Replicas => "replicas".into(),
-            Key::DurationMs => "duration_ms".into(),
-            Key::LivenessMs => "liveness_ms".into(),
-            Key::Drain => "drain".into(),
-            Key::StoreRows => "store.rows".into(),
-            Key::StopAt => "stop.at".into(),
-            Key::StopReplicas => "stop.replicas".into(),
-            Key::Reject(op) => format!("faults.reject.{}", op_key(op)),
-            Key::ReplyLost(op) => format!("faults.reply_lost.{}", op_key(op)),
-            Key::RevokeProbability => "faults.revoke.probability".into(),
-            Key::PauseProbability => "faults.pause.probability".into(),
-            Key::ShortDeleteProbability => "faults.short_delete".into(),
-            Key::JumpProbability => "clocks.jump.probability".into(),
-            Key::ClockOffsetMs => "clocks.offset_ms".into(),
-            Key::ClockDriftPpm => "clocks.drift_ppm".into(),
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Key> {
-        Key::ALL.into_iter().find(|key| key.name() == name)
-    }
-
-    fn kind(self) -> Kind {
-        match self {
-            Key::Replicas | Key::DurationMs | Key::LivenessMs => Kind::Count { positive: true },
-            Key::StoreRows | Key::StopReplicas => Kind::Count { positive: false },
-            Key::Drain => Kind::Flag,
-            Key::StopAt => Kind::StopMode,
-            Key::ClockOffsetMs | Key::ClockDriftPpm => Kind::SignedRange,
-            Key::Reject(_)
-            | Key::ReplyLost(_)
-            | Key::RevokeProbability
-            | Key::PauseProbability
-            | Key::ShortDeleteProbability
-            | Key::JumpProbability => Kind::Probability,
-        }
-    }
-
-    /// The value `scenario` has for this key.
-    pub fn read(self, scenario: &Scenario) -> Value {
-        let faults = &scenario.faults;
-        match self {
-            Key::Replicas => Value::Count(u64::from(scenario.replicas)),
-            Key::DurationMs => Value::Count(scenario.duration_ms),
-            Key::LivenessMs => Value::Count(scenario.liveness_ms),
-            Key::Drain => Value::Flag(scenario.drain),
-            Key::StoreRows => Value::Count(scenario.store.rows),
-            Key::StopAt => Value::Stop(scenario.stop.at),
-            Key::StopReplicas => Value::Count(u64::from(scenario.stop.replicas)),
-            Key::Reject(op) => Value::Probability(faults.reject.get(op).get()),
-            Key::ReplyLost(op) => Value::Probability(faults.reply_lost.get(op).get()),
-            Key::RevokeProbability => Value::Probability(faults.revoke.probability.get()),
-            Key::PauseProbability => Value::Probability(faults.pause.probability.get()),
-            Key::ShortDeleteProbability => Value::Probability(faults.short_delete.get()),
-            Key::JumpProbability => Value::Probability(scenario.clocks.jump.probability.get()),
-            Key::ClockOffsetMs => Value::Range(scenario.clocks.offset_ms),
-            Key::ClockDriftPpm => Value::Range(scenario.clocks.drift_ppm),
-        }
-    }
-}
-
-/// An override's value.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Value {
-    Count(u64),
-    Flag(bool),
-    Probability(f64),
-    Range(SignedRange),
-    Stop(StopAt),
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Count(n) => write!(f, "{n}"),
-            Value::Flag(b) => write!(f, "{b}"),
-            // `{}` of an f64 is the shortest text that parses back to the same value.
-            Value::Probability(p) => write!(f, "{p}"),
-            Value::Range(range) => write!(f, "[{}, {}]", range.min, range.max),
-            Value::Stop(at) => write!(f, "{}", at.name()),
-        }
-    }
-}
-
-/// One `KEY = VALUE`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// One override.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Override {
-    pub key: Key,
-    pub value: Value,
+    pub key: String,
+    pub value: toml::Value,
+}
+
+/// A value as an override line writes it: TOML, except that a plain word is written bare
+/// (`stop.at = none`).
+fn value_text(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(word) if is_bare_word(word) => word.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn is_bare_word(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && !matches!(text, "true" | "false")
+        && text.parse::<f64>().is_err()
 }
 
 impl fmt::Display for Override {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} = {}", self.key.name(), self.value)
+        write!(f, "{} = {}", self.key, value_text(&self.value))
     }
 }
 
@@ -212,7 +55,7 @@ pub struct ParseError {
     pub why: String,
 }
 
-/// Parses `KEY = VALUE`.
+/// Parses `KEY = VALUE` (the value is TOML, or a bare word taken as a string).
 pub fn parse(text: &str) -> Result<Override, ParseError> {
     let Some((key_text, value_text)) = text.split_once('=') else {
         return Err(ParseError {
@@ -220,63 +63,65 @@ pub fn parse(text: &str) -> Result<Override, ParseError> {
             why: format!("`{}` is not `KEY = VALUE`", text.trim()),
         });
     };
+    let key = key_text.trim();
     let key_column = key_text.len() - key_text.trim_start().len();
-    let key = Key::from_name(key_text.trim()).ok_or_else(|| {
-        let valid: Vec<String> = Key::ALL.iter().map(|k| k.name()).collect();
-        ParseError {
+    let key_ok = !key.is_empty()
+        && key.split('.').all(|part| {
+            !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+    if !key_ok {
+        return Err(ParseError {
             column: key_column,
-            why: format!(
-                "unknown override key `{}`; valid: {}",
-                key_text.trim(),
-                valid.join(", ")
-            ),
-        }
-    })?;
-    let value_column = key_text.len() + 1 + value_text.len() - value_text.trim_start().len();
-    let value = parse_value(key.kind(), value_text.trim()).map_err(|why| ParseError {
-        column: value_column,
-        why: format!("{}: {why}", key.name()),
-    })?;
-    Ok(Override { key, value })
-}
-
-fn parse_value(kind: Kind, text: &str) -> Result<Value, String> {
-    let bad = |what: &str| format!("`{text}` is not {what}");
-    match kind {
-        Kind::Count { positive } => match text.parse::<u64>() {
-            Ok(0) if positive => Err("must be greater than zero".into()),
-            Ok(n) => Ok(Value::Count(n)),
-            Err(_) => Err(bad("a whole number")),
-        },
-        Kind::Flag => match text {
-            "true" => Ok(Value::Flag(true)),
-            "false" => Ok(Value::Flag(false)),
-            _ => Err(bad("true or false")),
-        },
-        Kind::Probability => {
-            let p: f64 = text.parse().map_err(|_| bad("a probability"))?;
-            Probability::new(p)
-                .map(|p| Value::Probability(p.get()))
-                .ok_or_else(|| format!("probability {p} is outside [0, 1]"))
-        }
-        Kind::SignedRange => parse_range(text).ok_or_else(|| bad("a range `[min, max]`")),
-        Kind::StopMode => STOP_MODES
-            .into_iter()
-            .find(|mode| mode.name() == text)
-            .map(Value::Stop)
-            .ok_or_else(|| {
-                let names: Vec<&str> = STOP_MODES.iter().map(|m| m.name()).collect();
-                format!("unknown stop mode `{text}`; valid: {}", names.join(", "))
-            }),
+            why: format!("`{key}` is not a scenario key (e.g. `faults.reject.renew`)"),
+        });
     }
+    let value_column = key_text.len() + 1 + value_text.len() - value_text.trim_start().len();
+    let value = parse_value(value_text.trim()).map_err(|why| ParseError {
+        column: value_column,
+        why: format!("{key}: {why}"),
+    })?;
+    Ok(Override {
+        key: key.to_string(),
+        value,
+    })
 }
 
-fn parse_range(text: &str) -> Option<Value> {
-    let inner = text.strip_prefix('[')?.strip_suffix(']')?;
-    let (min, max) = inner.split_once(',')?;
-    let min: i64 = min.trim().parse().ok()?;
-    let max: i64 = max.trim().parse().ok()?;
-    (min <= max).then_some(Value::Range(SignedRange { min, max }))
+fn parse_value(text: &str) -> Result<toml::Value, String> {
+    if is_bare_word(text) {
+        return Ok(toml::Value::String(text.to_string()));
+    }
+    let table: toml::Table = format!("v = {text}").parse().map_err(|_| {
+        format!("`{text}` is not a value (a number, true, false, [min, max] or a word)")
+    })?;
+    table
+        .get("v")
+        .cloned()
+        .ok_or_else(|| format!("`{text}` is not a value"))
+}
+
+/// The canonical position of a key (see the module docs).
+fn rank(key: &str) -> (usize, &str) {
+    const ORDER: &[&str] = &[
+        "replicas",
+        "duration_ms",
+        "liveness_ms",
+        "drain",
+        "store.rows",
+        "stop.at",
+        "stop.replicas",
+        "faults.reject.",
+        "faults.reply_lost.",
+        "faults.revoke.probability",
+        "faults.pause.probability",
+        "faults.short_delete",
+        "clocks.jump.probability",
+        "clocks.offset_ms",
+        "clocks.drift_ppm",
+    ];
+    let position = ORDER
+        .iter()
+        .position(|known| key == *known || (known.ends_with('.') && key.starts_with(known)));
+    (position.unwrap_or(ORDER.len()), key)
 }
 
 /// A set of overrides, one per key, in canonical order.
@@ -285,16 +130,22 @@ pub struct Overrides(Vec<Override>);
 
 impl Overrides {
     /// Sets `key` (replacing an earlier value of it).
-    pub fn set(&mut self, key: Key, value: Value) {
+    pub fn set(&mut self, key: &str, value: toml::Value) {
         self.0.retain(|o| o.key != key);
-        let at = self.0.partition_point(|o| o.key < key);
-        self.0.insert(at, Override { key, value });
+        let at = self.0.partition_point(|o| rank(&o.key) < rank(key));
+        self.0.insert(
+            at,
+            Override {
+                key: key.to_string(),
+                value,
+            },
+        );
         // invariant: canonical order, one override per key.
-        debug_assert!(self.0.windows(2).all(|w| w[0].key < w[1].key));
+        debug_assert!(self.0.windows(2).all(|w| rank(&w[0].key) < rank(&w[1].key)));
     }
 
-    pub fn get(&self, key: Key) -> Option<Value> {
-        self.0.iter().find(|o| o.key == key).map(|o| o.value)
+    pub fn get(&self, key: &str) -> Option<&toml::Value> {
+        self.0.iter().find(|o| o.key == key).map(|o| &o.value)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -310,104 +161,95 @@ impl Overrides {
         self.0.iter().map(ToString::to_string).collect()
     }
 
-    /// `scenario` with every override written in, checked as a scenario file is. An error
-    /// names the key whose value makes the scenario invalid.
-    pub fn apply(&self, scenario: &Scenario) -> Result<Scenario, (Key, String)> {
-        let mut out = scenario.clone();
-        for o in &self.0 {
-            write(&mut out, *o);
+    /// `scenario` with every override written into its file and checked again. An error
+    /// names the override that makes the scenario invalid (the first one whose addition
+    /// does; overrides are checked together, so `replicas = 1` with `stop.replicas = 1` is
+    /// valid even where `replicas = 1` alone is not), and why.
+    pub fn apply<S: System>(
+        &self,
+        scenario: &Scenario<S>,
+    ) -> Result<Scenario<S>, (String, String)> {
+        if self.0.is_empty() {
+            return Ok(scenario.clone());
         }
-        check(&out).map_err(|(key, why)| {
-            // Blame an override when one of the keys involved was set.
-            let blamed = self.0.iter().map(|o| o.key).find(|k| key.contains(k));
-            (blamed.unwrap_or(key[0]), why)
-        })?;
-        Ok(out)
+        let all = self.patched(scenario, self.0.len())?;
+        match parse_scenario::<S>(&scenario.name, &scenario.source, &all) {
+            // The changed scenario's text is the patched file (never mistaken for the builtin
+            // it came from).
+            Ok(changed) => Ok(changed),
+            Err(last) => Err(self.blame(scenario, last)),
+        }
+    }
+
+    /// The scenario's text with the first `count` overrides written in.
+    fn patched<S: System>(
+        &self,
+        scenario: &Scenario<S>,
+        count: usize,
+    ) -> Result<String, (String, String)> {
+        let mut document: toml::Table = scenario
+            .text
+            .parse()
+            .map_err(|err| (String::new(), format!("the scenario's own text: {err}")))?;
+        for o in &self.0[..count] {
+            set_dotted(&mut document, &o.key, o.value.clone())
+                .map_err(|why| (o.key.clone(), why))?;
+        }
+        Ok(toml::to_string(&document).expect("a TOML table serializes"))
+    }
+
+    /// The override to blame: the first one without which the rest are valid; when no one
+    /// override is (several are wrong), the first one whose addition fails.
+    fn blame<S: System>(
+        &self,
+        scenario: &Scenario<S>,
+        last: leasesim_sim::ScenarioError,
+    ) -> (String, String) {
+        let check = |overrides: &Overrides| -> Result<(), (String, String)> {
+            let text = overrides.patched(scenario, overrides.0.len())?;
+            parse_scenario::<S>(&scenario.name, &scenario.source, &text)
+                .map(|_| ())
+                .map_err(|err| (String::new(), err.message))
+        };
+        let without = |index: usize| {
+            let mut rest = self.clone();
+            rest.0.remove(index);
+            rest
+        };
+        let prefix = |count: usize| Overrides(self.0[..count].to_vec());
+        // Without the culprit the rest is valid: the whole set's error is the culprit's.
+        let (culprit, message) = match (0..self.0.len()).find(|&i| check(&without(i)).is_ok()) {
+            Some(index) => (index, last.message),
+            None => {
+                let failing = (1..=self.0.len())
+                    .map(|count| (count, check(&prefix(count))))
+                    .find(|(_, checked)| checked.is_err());
+                match failing {
+                    Some((_, Err((key, why)))) if !key.is_empty() => return (key, why),
+                    Some((count, Err((_, why)))) => (count - 1, why),
+                    _ => (self.0.len() - 1, last.message),
+                }
+            }
+        };
+        let key = &self.0[culprit].key;
+        (key.clone(), format!("override `{key}`: {message}"))
     }
 }
 
-/// Writes one override into a scenario. The kind was checked when it was parsed or built.
-fn write(scenario: &mut Scenario, o: Override) {
-    let probability = |p: f64| Probability::new(p).expect("a parsed probability");
-    let faults = &mut scenario.faults;
-    match (o.key, o.value) {
-        (Key::Replicas, Value::Count(n)) => scenario.replicas = n.min(u64::from(u16::MAX)) as u16,
-        (Key::DurationMs, Value::Count(n)) => scenario.duration_ms = n,
-        (Key::LivenessMs, Value::Count(n)) => scenario.liveness_ms = n,
-        (Key::Drain, Value::Flag(b)) => scenario.drain = b,
-        (Key::StoreRows, Value::Count(n)) => scenario.store.rows = n,
-        (Key::StopAt, Value::Stop(at)) => scenario.stop.at = at,
-        (Key::StopReplicas, Value::Count(n)) => {
-            scenario.stop.replicas = n.min(u64::from(u16::MAX)) as u16;
-        }
-        (Key::Reject(op), Value::Probability(p)) => set_op(&mut faults.reject, op, probability(p)),
-        (Key::ReplyLost(op), Value::Probability(p)) => {
-            set_op(&mut faults.reply_lost, op, probability(p));
-        }
-        (Key::RevokeProbability, Value::Probability(p)) => {
-            faults.revoke.probability = probability(p);
-        }
-        (Key::PauseProbability, Value::Probability(p)) => {
-            faults.pause.probability = probability(p);
-        }
-        (Key::ShortDeleteProbability, Value::Probability(p)) => {
-            faults.short_delete = probability(p);
-        }
-        (Key::JumpProbability, Value::Probability(p)) => {
-            scenario.clocks.jump.probability = probability(p);
-        }
-        (Key::ClockOffsetMs, Value::Range(range)) => scenario.clocks.offset_ms = range,
-        (Key::ClockDriftPpm, Value::Range(range)) => scenario.clocks.drift_ppm = range,
-        (key, value) => unreachable!("{} cannot take {value}", key.name()),
+/// Writes `value` at dotted `key` into `table`, creating tables on the way.
+fn set_dotted(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().expect("a key has at least one part");
+    let mut at = table;
+    for part in parts {
+        let next = at
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        at = next
+            .as_table_mut()
+            .ok_or_else(|| format!("`{part}` is not a table in this scenario"))?;
     }
-}
-
-fn set_op(
-    table: &mut leasesim_world::scenario::PerOp<Probability>,
-    op: OpKind,
-    value: Probability,
-) {
-    match op {
-        OpKind::Acquire => table.acquire = value,
-        OpKind::Renew => table.renew = value,
-        OpKind::Release => table.release = value,
-        OpKind::Delete => table.delete = value,
-    }
-}
-
-/// The checks a scenario file gets that an override can break, with the keys involved.
-fn check(scenario: &Scenario) -> Result<(), (&'static [Key], String)> {
-    if !(1..=MAX_REPLICAS).contains(&scenario.replicas) {
-        return Err((
-            &[Key::Replicas],
-            format!(
-                "replicas must be 1..={MAX_REPLICAS}, got {}",
-                scenario.replicas
-            ),
-        ));
-    }
-    let stop = &scenario.stop;
-    if stop.at == StopAt::None {
-        return Ok(());
-    }
-    if !(1..=scenario.replicas).contains(&stop.replicas) {
-        return Err((
-            &[Key::StopReplicas, Key::Replicas, Key::StopAt],
-            format!(
-                "stop.replicas must be 1..={} (the replicas), got {}",
-                scenario.replicas, stop.replicas
-            ),
-        ));
-    }
-    if stop.window_ms.min >= scenario.duration_ms {
-        return Err((
-            &[Key::DurationMs, Key::StopAt],
-            format!(
-                "the stop window starts at {} ms, after the safety phase ends ({} ms)",
-                stop.window_ms.min, scenario.duration_ms
-            ),
-        ));
-    }
+    at.insert(last.to_string(), value);
     Ok(())
 }
 
@@ -415,71 +257,76 @@ fn check(scenario: &Scenario) -> Result<(), (&'static [Key], String)> {
 mod tests {
     use super::*;
 
-    fn fencing_off() -> Scenario {
-        crate::catalog::builtin("fencing-off").unwrap().unwrap()
-    }
-
     #[test]
-    fn every_key_round_trips_through_its_text() {
-        let scenario = fencing_off();
-        for key in Key::ALL {
-            let o = Override {
-                key,
-                value: key.read(&scenario),
-            };
-            assert_eq!(parse(&o.to_string()), Ok(o), "{o}");
+    fn lines_parse_back_to_the_same_override() {
+        for line in [
+            "replicas = 1",
+            "faults.pause.probability = 0",
+            "faults.pause.probability = 0.35",
+            "clocks.offset_ms = [0, 0]",
+            "stop.at = none",
+            "drain = false",
+        ] {
+            let o = parse(line).unwrap_or_else(|err| panic!("{line}: {err:?}"));
+            assert_eq!(o.to_string(), line);
         }
-        let o = parse(" faults.pause.probability =  0.35 ").unwrap();
-        assert_eq!(o.to_string(), "faults.pause.probability = 0.35");
     }
 
     #[test]
-    fn bad_overrides_name_the_column() {
-        let err = parse("replica = 2").unwrap_err();
+    fn malformed_lines_name_their_column() {
+        let err = parse("replicas 1").unwrap_err();
         assert_eq!(err.column, 0);
-        assert!(
-            err.why.starts_with("unknown override key `replica`"),
-            "{err:?}"
-        );
-        let err = parse("replicas = two").unwrap_err();
-        assert_eq!(
-            (err.column, err.why.as_str()),
-            (11, "replicas: `two` is not a whole number")
-        );
-        let err = parse("faults.pause.probability = 1.5").unwrap_err();
-        assert_eq!(err.column, 27);
-        assert!(err.why.ends_with("outside [0, 1]"), "{err:?}");
-        assert_eq!(parse("replicas = 0").unwrap_err().column, 11);
-        assert!(parse("clocks.offset_ms = [3, -3]").is_err());
-        assert!(parse("stop.at = sometimes").is_err());
-        assert!(parse("replicas 2").is_err());
+        let err = parse("faults..x = 1").unwrap_err();
+        assert!(err.why.contains("not a scenario key"), "{}", err.why);
+        let err = parse("replicas = [1,").unwrap_err();
+        assert_eq!(err.column, 11);
     }
 
     #[test]
-    fn apply_changes_the_scenario_and_checks_it() {
-        let scenario = fencing_off();
-        let mut set = Overrides::default();
-        set.set(Key::PauseProbability, Value::Probability(0.0));
-        set.set(Key::Replicas, Value::Count(1));
+    fn the_order_is_canonical_whatever_the_order_of_setting() {
+        let mut one = Overrides::default();
+        one.set("faults.pause.probability", toml::Value::Integer(0));
+        one.set("replicas", toml::Value::Integer(1));
+        one.set("zz.unknown", toml::Value::Boolean(true));
+        let mut two = Overrides::default();
+        two.set("zz.unknown", toml::Value::Boolean(true));
+        two.set("replicas", toml::Value::Integer(1));
+        two.set("faults.pause.probability", toml::Value::Integer(0));
+        assert_eq!(one, two);
         assert_eq!(
-            set.lines(),
-            ["replicas = 1", "faults.pause.probability = 0"],
-            "canonical order"
+            one.lines(),
+            [
+                "replicas = 1",
+                "faults.pause.probability = 0",
+                "zz.unknown = true"
+            ]
         );
-        let changed = set.apply(&scenario).unwrap();
-        assert_eq!(changed.replicas, 1);
-        assert_eq!(changed.faults.pause.probability.get(), 0.0);
-        assert_eq!(changed.duration_ms, scenario.duration_ms);
-        set.set(Key::Replicas, Value::Count(65));
-        assert_eq!(set.apply(&scenario).unwrap_err().0, Key::Replicas);
+    }
 
-        let stops = crate::catalog::builtin("stop-anywhere").unwrap().unwrap();
-        let mut set = Overrides::default();
-        set.set(Key::Replicas, Value::Count(1));
-        let (key, why) = set.apply(&stops).unwrap_err();
-        assert_eq!(key, Key::Replicas);
-        assert!(why.contains("stop.replicas must be 1..=1"), "{why}");
-        set.set(Key::StopAt, Value::Stop(StopAt::None));
-        assert!(set.apply(&stops).is_ok());
+    #[test]
+    fn overrides_are_checked_together_and_the_first_culprit_is_blamed() {
+        let scenario =
+            crate::catalog::resolve_typed::<leasesim_retention::Retention>("stop-during-acquire")
+                .unwrap();
+        let one = toml::Value::Integer(1);
+        // Alone, one replica cannot have two of them stopped.
+        let mut alone = Overrides::default();
+        alone.set("replicas", one.clone());
+        let (key, why) = alone.apply(&scenario).unwrap_err();
+        assert_eq!(key, "replicas");
+        assert!(why.starts_with("override `replicas`: "), "{why}");
+        // Together with fewer replicas stopped, it is a valid scenario.
+        let mut together = alone.clone();
+        together.set("stop.replicas", one.clone());
+        let changed = together.apply(&scenario).unwrap();
+        assert_eq!((changed.replicas, changed.stop.replicas), (1, 1));
+        // A bad value after a good one is the one named.
+        together.set("store.rows", toml::Value::String("many".into()));
+        let (key, why) = together.apply(&scenario).unwrap_err();
+        assert_eq!(key, "store.rows");
+        assert!(
+            why.starts_with("override `store.rows`: invalid type"),
+            "{why}"
+        );
     }
 }

@@ -1,40 +1,43 @@
-//! One run: a scenario, a worker and a feed (seed or choices) in; a typed verdict out.
+//! One run of any system: a scenario, a worker and a feed (seed or choices) in; a typed verdict
+//! out.
 //!
 //! Terminology:
 //! - *feed*: a seed (ChaCha stream) or a recorded choice sequence (replay, shrinking).
 //! - *outcome*: [`Outcome::Pass`], or the first thing that went wrong: an invariant
 //!   violation, a deadlock, a panic inside a task, a task that spins at one instant, a run
-//!   stopped by the wall-clock watchdog (hang), or a liveness failure (the liveness
+//!   stopped by the wall-clock watchdog (hang), or a liveness failure (the system's liveness
 //!   invariant, or a run that hit its step or time budget).
+//! - *expected violation*: an invariant the scenario declares it breaks on purpose (e.g.
+//!   `fencing-off` expects `stale-token-delete`). It is recorded, but does not halt the run
+//!   or fail it; every other invariant is still checked.
 //! - *checker set*: the invariants whose checkers may halt the run (every invariant but the
 //!   expected ones), and the expected ones that only observe. A halt ends the event stream,
 //!   so traces and trace hashes depend on the set; it is named in every trace header and
 //!   failure record.
+//! - *observer pipeline*: what sees every event of a run: the halting checkers, the observing
+//!   ones, the situation coverage and the event limit ([`Observers`]). Any driver of a world
+//!   (the benchmarks' tokio driver too) feeds it the same way.
 //! - *PCT step estimate*: PCT spreads its change points over the steps a run is expected to
 //!   take. [`RunSpec::calibrated`] measures it once per scenario and worker: the most steps
 //!   of [`CALIBRATION_SEEDS`] unchecked random runs (the same numbers for a campaign, a replay
 //!   and a shrink, so a PCT seed replays identically).
-//! - *expected violation*: an invariant the scenario declares it breaks on purpose (e.g.
-//!   `fencing-off` expects `stale-token-delete`). It is recorded, but does not halt the run
-//!   or fail it; every other invariant is still checked.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use leasesim_check::{CheckConfig, CheckerSet, ClockConfig, Coverage, Invariant, Violation};
-use leasesim_events::Event;
+use leasesim_events::{Event, Flow, Stamped};
+use leasesim_invariants::{CheckerSet, Coverage, InvariantName, SituationSet, Violation};
 use leasesim_rt::{
-    Choice, Feed, Flow, Interrupt, RunOutcome, SimConfig, Stamped, Strategy, TaskInfo,
-    pct_steps_from,
+    Choice, Feed, Interrupt, RunOutcome, SimConfig, Strategy, TaskInfo, pct_steps_from,
 };
-use leasesim_world::{FaultProfile, Scenario, WorkerFactory, simulate};
+use leasesim_sim::{FaultProfile, Scenario, System, WorkerFactory, simulate};
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
+pub enum Outcome<S: System> {
     Pass,
     /// A safety invariant broke (the first one, in event order).
-    Violation(Box<Violation>),
+    Violation(Box<Violation<S>>),
     /// Tasks were waiting and nothing could ever wake them.
     Deadlock {
         blocked: Vec<TaskInfo>,
@@ -62,28 +65,22 @@ pub enum Outcome {
     /// Something that had to happen did not: the liveness invariant broke, or the run hit
     /// its step or virtual-time budget.
     Liveness {
-        violation: Option<Box<Violation>>,
+        violation: Option<Box<Violation<S>>>,
         reason: String,
     },
 }
 
-impl Outcome {
+impl<S: System> Outcome<S> {
     pub fn is_pass(&self) -> bool {
         matches!(self, Outcome::Pass)
     }
 
     /// The violated invariant, when there is one.
-    pub fn invariant(&self) -> Option<Invariant> {
-        match self {
-            Outcome::Violation(v) => Some(v.invariant),
-            Outcome::Liveness {
-                violation: Some(v), ..
-            } => Some(v.invariant),
-            _ => None,
-        }
+    pub fn invariant(&self) -> Option<S::Invariant> {
+        self.violation().map(|v| v.invariant)
     }
 
-    pub fn violation(&self) -> Option<&Violation> {
+    pub fn violation(&self) -> Option<&Violation<S>> {
         match self {
             Outcome::Violation(v) => Some(v),
             Outcome::Liveness {
@@ -133,17 +130,7 @@ impl Outcome {
                 "{task} was polled {polls} times at t={at_ms}ms without letting virtual time \
                  move (a loop of zero-length sleeps or yields that waits for nothing)"
             ),
-            Outcome::Hang { limit_ms, at_ms } => {
-                let limit_s = *limit_ms as f64 / 1000.0;
-                let stopped = match at_ms {
-                    Some(at_ms) => format!("stopped by the watchdog at virtual t={at_ms}ms"),
-                    None => "it never returned to the simulation; its thread was given up".into(),
-                };
-                format!(
-                    "the run made no progress for {limit_s:.1} s of real time ({stopped}): a \
-                     task loops inside one poll without awaiting anything"
-                )
-            }
+            Outcome::Hang { limit_ms, at_ms } => hang_sentence(*limit_ms, *at_ms),
             Outcome::Liveness {
                 violation: Some(v), ..
             } => v.sentence.clone(),
@@ -153,14 +140,41 @@ impl Outcome {
             } => reason.clone(),
         }
     }
+
+    /// `pass`, or `VIOLATION name: sentence`, `DEADLOCK: ...`, etc.
+    pub fn verdict_line(&self) -> String {
+        match self {
+            Outcome::Pass => "pass: every invariant held".into(),
+            Outcome::Violation(v) => {
+                format!("VIOLATION {}: {}", v.invariant.name(), v.sentence)
+            }
+            Outcome::Deadlock { .. } => format!("DEADLOCK: {}", self.sentence()),
+            Outcome::Panic { .. } => format!("PANIC: {}", self.sentence()),
+            Outcome::Spin { .. } => format!("SPIN: {}", self.sentence()),
+            Outcome::Hang { .. } => format!("HANG: {}", self.sentence()),
+            Outcome::Liveness { .. } => format!("LIVENESS: {}", self.sentence()),
+        }
+    }
+}
+
+/// The sentence of a hang: the watchdog's limit, and where it stopped the run (if it did).
+pub fn hang_sentence(limit_ms: u64, at_ms: Option<u64>) -> String {
+    let limit_s = limit_ms as f64 / 1000.0;
+    let stopped = match at_ms {
+        Some(at_ms) => format!("stopped by the watchdog at virtual t={at_ms}ms"),
+        None => "it never returned to the simulation; its thread was given up".into(),
+    };
+    format!(
+        "the run made no progress for {limit_s:.1} s of real time ({stopped}): a task loops \
+         inside one poll without awaiting anything"
+    )
 }
 
 /// What to run.
-#[derive(Clone)]
-pub struct RunSpec {
-    pub scenario: Rc<Scenario>,
+pub struct RunSpec<S: System> {
+    pub scenario: Rc<Scenario<S>>,
     pub worker: String,
-    pub factory: Rc<WorkerFactory>,
+    pub factory: Rc<WorkerFactory<S>>,
     pub feed: Feed,
     pub strategy: Strategy,
     /// Keep every event (traces); fuzzing keeps none.
@@ -176,18 +190,35 @@ pub struct RunSpec {
     pub interrupt: Option<Interrupt>,
 }
 
+impl<S: System> Clone for RunSpec<S> {
+    fn clone(&self) -> Self {
+        RunSpec {
+            scenario: self.scenario.clone(),
+            worker: self.worker.clone(),
+            factory: self.factory.clone(),
+            feed: self.feed.clone(),
+            strategy: self.strategy,
+            keep_events: self.keep_events,
+            record_choices: self.record_choices,
+            event_limit: self.event_limit,
+            pct_steps: self.pct_steps,
+            interrupt: self.interrupt.clone(),
+        }
+    }
+}
+
 /// Seeds of the unchecked random runs that size PCT's step estimate.
 pub const CALIBRATION_SEEDS: std::ops::Range<u64> = 0..4;
 
-impl RunSpec {
+impl<S: System> RunSpec<S> {
     /// A spec with the usual defaults: no events kept, no choices recorded, no limit.
     pub fn new(
-        scenario: Rc<Scenario>,
+        scenario: Rc<Scenario<S>>,
         worker: &str,
-        factory: Rc<WorkerFactory>,
+        factory: Rc<WorkerFactory<S>>,
         feed: Feed,
         strategy: Strategy,
-    ) -> RunSpec {
+    ) -> RunSpec<S> {
         RunSpec {
             scenario,
             worker: worker.to_string(),
@@ -205,7 +236,7 @@ impl RunSpec {
     /// The same spec with PCT's step estimate measured (a no-op for other strategies, or when
     /// already measured): the most steps of the [`CALIBRATION_SEEDS`] runs, unchecked, so no
     /// violation cuts them short.
-    pub fn calibrated(mut self) -> RunSpec {
+    pub fn calibrated(mut self) -> RunSpec<S> {
         if matches!(self.strategy, Strategy::Pct { .. }) && self.pct_steps.is_none() {
             let steps = CALIBRATION_SEEDS.map(|seed| {
                 let mut config = SimConfig::seeded(seed).with_recording(false);
@@ -219,6 +250,23 @@ impl RunSpec {
         // invariant: a PCT spec leaves here with its estimate.
         debug_assert!(!matches!(self.strategy, Strategy::Pct { .. }) || self.pct_steps.is_some());
         self
+    }
+
+    /// The runtime configuration of this spec's run.
+    pub fn sim_config(&self) -> SimConfig {
+        let mut config = SimConfig {
+            feed: self.feed.clone(),
+            ..SimConfig::seeded(0)
+        }
+        .with_strategy(self.strategy)
+        .with_recording(self.record_choices);
+        if let Some(steps) = self.pct_steps {
+            config = config.with_pct_steps_estimate(steps);
+        }
+        if let Some(interrupt) = &self.interrupt {
+            config = config.with_interrupt(interrupt.clone());
+        }
+        config
     }
 }
 
@@ -237,40 +285,33 @@ pub struct RunStats {
 
 /// Everything one run produced.
 #[derive(Debug)]
-pub struct RunReport {
-    pub outcome: Outcome,
+pub struct RunReport<S: System> {
+    pub outcome: Outcome<S>,
     /// The run was cut off at its event limit before any verdict; `outcome` is `Pass` then.
     pub truncated: bool,
     /// First violation of each expected invariant, in the order they happened.
-    pub expected: Vec<Violation>,
-    pub coverage: Coverage,
+    pub expected: Vec<Violation<S>>,
+    /// The "sometimes" situations the run reached.
+    pub coverage: SituationSet<S::Situation>,
     pub stats: RunStats,
-    pub profile: FaultProfile,
-    pub events: Vec<Stamped<Event>>,
+    pub profile: FaultProfile<S>,
+    pub events: Vec<Stamped<Event<S>>>,
     pub choices: Vec<Choice>,
 }
 
-impl RunReport {
+impl<S: System> RunReport<S> {
     /// Did the run fail (anything but a pass; expected violations do not count)?
     pub fn failed(&self) -> bool {
         !self.outcome.is_pass()
     }
 }
 
-/// The invariants `scenario` expects to break.
-pub fn expected_invariants(scenario: &Scenario) -> Vec<Invariant> {
-    scenario
-        .expect
-        .iter()
-        .filter_map(|(name, _)| Invariant::from_name(name))
-        .collect()
-}
-
 /// The checker set of a scenario, in words: how many checkers may halt the run, and which
-/// expected ones only observe (e.g. `15 halting` or `14 halting; observing: stale-token-delete`).
-pub fn checker_set(scenario: &Scenario) -> String {
-    let expected = expected_invariants(scenario);
-    let halting = Invariant::ALL.len() - expected.len();
+/// expected ones only observe (e.g. `25 halting (all)` or
+/// `24 halting; observing: stale-token-delete`).
+pub fn checker_set<S: System>(scenario: &Scenario<S>) -> String {
+    let expected = scenario.expected();
+    let halting = S::Invariant::ALL.len() - expected.len();
     if expected.is_empty() {
         return format!("{halting} halting (all)");
     }
@@ -278,56 +319,47 @@ pub fn checker_set(scenario: &Scenario) -> String {
     format!("{halting} halting; observing: {}", names.join(", "))
 }
 
-/// The checker configuration of one run: the worker settings its profile drew (with swarm
-/// they differ from the scenario's) and the scenario's bounds.
-pub fn check_config(scenario: &Scenario, profile: &FaultProfile) -> CheckConfig {
-    CheckConfig {
-        batch_rows: profile.worker.batch_rows,
-        cap_rows: profile.worker.cap_rows,
-        retention_ms: profile.worker.retention_ms,
-        term_bound_ms: scenario.term_bound_ms,
-    }
-}
-
-/// How the run's workers keep time: their drawn renewal interval and each replica's drift.
-pub fn clock_config(profile: &FaultProfile) -> ClockConfig {
-    ClockConfig {
-        renew_every_ms: profile.worker.renew_every_ms,
-        drift_ppm: profile.clocks.iter().map(|clock| clock.drift_ppm).collect(),
-    }
-}
+/// One run's drawn faults.
+pub type Profile<S> = FaultProfile<S>;
 
 /// The observers of one run: halting checkers, non-halting expected ones, and coverage.
-struct Observers {
-    checked: CheckerSet,
-    expected: Vec<CheckerSet>,
-    coverage: Coverage,
+pub struct Observers<S: System> {
+    checked: CheckerSet<S, S::Checker>,
+    expected: Vec<CheckerSet<S, S::Checker>>,
+    coverage: S::Coverage,
     events: u64,
     event_limit: u64,
     truncated: bool,
 }
 
-impl Observers {
-    fn new(scenario: &Scenario, profile: &FaultProfile, event_limit: Option<u64>) -> Observers {
-        let (config, clocks) = (check_config(scenario, profile), clock_config(profile));
-        let expected_list = expected_invariants(scenario);
-        let checked_list: Vec<Invariant> = Invariant::ALL
-            .into_iter()
+impl<S: System> Observers<S> {
+    /// The observers of a run of `scenario` that drew `profile`.
+    pub fn new(
+        scenario: &Scenario<S>,
+        profile: &FaultProfile<S>,
+        event_limit: Option<u64>,
+    ) -> Observers<S> {
+        let expected_list = scenario.expected();
+        let checked_list: Vec<S::Invariant> = S::Invariant::ALL
+            .iter()
+            .copied()
             .filter(|i| !expected_list.contains(i))
             .collect();
-        let set =
-            |invariants: &[Invariant]| CheckerSet::only(&config, invariants).with_clocks(&clocks);
+        let set = |invariants: &[S::Invariant]| {
+            CheckerSet::new(S::checkers(scenario, profile, invariants))
+        };
         Observers {
             checked: set(&checked_list),
             expected: expected_list.iter().map(|&i| set(&[i])).collect(),
-            coverage: Coverage::new(),
+            coverage: S::Coverage::default(),
             events: 0,
             event_limit: event_limit.unwrap_or(u64::MAX),
             truncated: false,
         }
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Flow {
+    /// Reads one event: coverage, the observing checkers, then the halting ones.
+    pub fn on_event(&mut self, event: &Stamped<Event<S>>) -> Flow {
         self.events += 1;
         if self.events > self.event_limit {
             self.truncated = true;
@@ -341,47 +373,43 @@ impl Observers {
         }
         self.checked.on_event(event)
     }
+
+    /// The checkers' verdict at the end of the run (virtual time `end_ms`): the first
+    /// violation of a halting checker, if any.
+    pub fn verdict(&mut self, end_ms: u64) -> Option<Violation<S>> {
+        if self.checked.violation().is_none() {
+            self.checked.finish(end_ms);
+        }
+        self.checked.take_violation()
+    }
 }
 
 /// Runs one simulation and checks it.
-pub fn run(spec: &RunSpec) -> RunReport {
-    // Filled once the profile is drawn: the checkers judge the settings the run drew.
-    let observers: Rc<RefCell<Option<Observers>>> = Rc::new(RefCell::new(None));
+pub fn run<S: System>(spec: &RunSpec<S>) -> RunReport<S> {
+    let observers: Rc<RefCell<Option<Observers<S>>>> = Rc::new(RefCell::new(None));
     let sink = observers.clone();
     let (scenario, event_limit) = (spec.scenario.clone(), spec.event_limit);
-    let observe = move |profile: &FaultProfile| -> leasesim_rt::Observer<Event> {
+    let observe = move |profile: &FaultProfile<S>| -> leasesim_sim::Observer<Event<S>> {
         *sink.borrow_mut() = Some(Observers::new(&scenario, profile, event_limit));
-        Box::new(move |event: &Stamped<Event>| {
+        Box::new(move |event: &Stamped<Event<S>>| {
             let mut observers = sink.borrow_mut();
             observers
                 .as_mut()
                 .map_or(Flow::Continue, |o| o.on_event(event))
         })
     };
-    let mut config = SimConfig {
-        feed: spec.feed.clone(),
-        ..SimConfig::seeded(0)
-    }
-    .with_strategy(spec.strategy)
-    .with_recording(spec.record_choices);
-    if let Some(steps) = spec.pct_steps {
-        config = config.with_pct_steps_estimate(steps);
-    }
-    if let Some(interrupt) = &spec.interrupt {
-        config = config.with_interrupt(interrupt.clone());
-    }
     let world_run = simulate(
         &spec.scenario,
         &spec.factory,
-        config,
+        spec.sim_config(),
         spec.keep_events,
         Some(Box::new(observe)),
     );
     let mut observers = Rc::try_unwrap(observers)
         .ok()
-        .expect("the event log dropped its observer with the simulation")
+        .expect("the event sink dropped its observer with the simulation")
         .into_inner()
-        .expect("the observers are built as soon as the profile is drawn");
+        .expect("the observers were built when the profile was drawn");
     let truncated = observers.truncated && observers.checked.violation().is_none();
     let outcome = match truncated {
         true => Outcome::Pass,
@@ -396,7 +424,7 @@ pub fn run(spec: &RunSpec) -> RunReport {
         outcome,
         truncated,
         expected,
-        coverage: observers.coverage,
+        coverage: observers.coverage.reached(),
         stats: RunStats {
             steps: world_run.steps,
             draws: world_run.draws,
@@ -413,28 +441,23 @@ pub fn run(spec: &RunSpec) -> RunReport {
 }
 
 /// Turns the runtime's outcome and the checkers' findings into one verdict.
-fn judge(outcome: RunOutcome<()>, observers: &mut Observers, end_ms: u64) -> Outcome {
-    let from_violation = |violation: Violation| {
-        if violation.invariant == Invariant::Liveness {
-            let reason = violation.sentence.clone();
-            Outcome::Liveness {
-                violation: Some(Box::new(violation)),
-                reason,
-            }
-        } else {
-            Outcome::Violation(Box::new(violation))
-        }
-    };
+pub fn judge<S: System>(
+    outcome: RunOutcome<()>,
+    observers: &mut Observers<S>,
+    end_ms: u64,
+) -> Outcome<S> {
     match outcome {
-        RunOutcome::Completed(()) | RunOutcome::Halted => {
-            if observers.checked.violation().is_none() {
-                observers.checked.finish(end_ms);
+        RunOutcome::Completed(()) | RunOutcome::Halted => match observers.verdict(end_ms) {
+            Some(violation) if violation.invariant.is_liveness() => {
+                let reason = violation.sentence.clone();
+                Outcome::Liveness {
+                    violation: Some(Box::new(violation)),
+                    reason,
+                }
             }
-            match observers.checked.take_violation() {
-                Some(violation) => from_violation(violation),
-                None => Outcome::Pass,
-            }
-        }
+            Some(violation) => Outcome::Violation(Box::new(violation)),
+            None => Outcome::Pass,
+        },
         RunOutcome::Deadlock { blocked } => Outcome::Deadlock { blocked },
         RunOutcome::Panic {
             task,

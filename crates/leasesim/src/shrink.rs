@@ -32,11 +32,13 @@
 
 use std::rc::Rc;
 
+use leasesim_events::OpSet;
+use leasesim_invariants::InvariantName;
 use leasesim_rt::{Choice, Feed};
-use leasesim_world::Scenario;
-use leasesim_world::scenario::{SignedRange, StopAt};
+use leasesim_sim::scenario::StopAt;
+use leasesim_sim::{Scenario, System};
 
-use crate::overrides::{Key, Overrides, Value};
+use crate::overrides::Overrides;
 use crate::runner::{RunReport, RunSpec, run};
 
 /// Seeds tried in a changed scenario when the best choices do not fail there.
@@ -52,17 +54,17 @@ const MAX_END_INSTANTS: usize = 256;
 
 /// The result of a shrink.
 #[derive(Debug)]
-pub struct Shrunk {
+pub struct Shrunk<S: System> {
     /// Events of the original failing run.
     pub original_events: u64,
     /// The smallest interesting run found, with its events kept for the trace.
-    pub report: RunReport,
+    pub report: RunReport<S>,
     /// Candidate runs tried.
     pub candidates: u64,
     /// What the shrink changed in the scenario (empty: nothing).
     pub overrides: Overrides,
     /// The scenario the shrunk run ran in: the original with `overrides` applied.
-    pub scenario: Rc<Scenario>,
+    pub scenario: Rc<Scenario<S>>,
 }
 
 /// Size of an interesting run (smaller is better).
@@ -76,32 +78,88 @@ struct Size {
 }
 
 /// A scenario and the run of a choice sequence in it.
-#[derive(Clone, Debug)]
-struct Point {
+#[derive(Debug)]
+struct Point<S: System> {
     overrides: Overrides,
-    scenario: Rc<Scenario>,
+    scenario: Rc<Scenario<S>>,
     size: Size,
     choices: Vec<Choice>,
     /// Virtual instant the run ended (at its verdict).
     end_ms: u64,
 }
 
-/// Is `key` switched on in `scenario` (a fault that can be switched off)?
-fn fault_on(scenario: &Scenario, key: Key) -> bool {
-    match key.read(scenario) {
-        Value::Probability(p) => p > 0.0,
-        Value::Range(range) => range != SignedRange { min: 0, max: 0 },
-        Value::Stop(at) => at != StopAt::None,
-        Value::Count(_) | Value::Flag(_) => false,
+impl<S: System> Clone for Point<S> {
+    fn clone(&self) -> Self {
+        Point {
+            overrides: self.overrides.clone(),
+            scenario: self.scenario.clone(),
+            size: self.size.clone(),
+            choices: self.choices.clone(),
+            end_ms: self.end_ms,
+        }
     }
 }
 
+/// A fault a shrink may switch off: its scenario key, the value that switches it off, and
+/// whether the scenario has it on.
+struct FaultKey {
+    key: String,
+    off: toml::Value,
+    on: bool,
+}
+
+/// Every fault of `scenario` a shrink may switch off, shared ones first, then the system's.
+fn fault_keys<S: System>(scenario: &Scenario<S>) -> Vec<FaultKey> {
+    let zero = || toml::Value::Integer(0);
+    let mut keys = Vec::new();
+    for (table, values) in [
+        ("reject", &scenario.faults.reject),
+        ("reply_lost", &scenario.faults.reply_lost),
+    ] {
+        for &op in S::Op::ALL {
+            keys.push(FaultKey {
+                key: format!("faults.{table}.{}", op.key()),
+                off: zero(),
+                on: values.get(op).get() > 0.0,
+            });
+        }
+    }
+    let ranges = |range: leasesim_sim::scenario::SignedRange| range.min != 0 || range.max != 0;
+    let zero_range = || toml::Value::Array(vec![zero(), zero()]);
+    keys.extend([
+        FaultKey {
+            key: "faults.pause.probability".into(),
+            off: zero(),
+            on: scenario.faults.pause.probability.get() > 0.0,
+        },
+        FaultKey {
+            key: "clocks.jump.probability".into(),
+            off: zero(),
+            on: scenario.clocks.jump.probability.get() > 0.0,
+        },
+        FaultKey {
+            key: "clocks.offset_ms".into(),
+            off: zero_range(),
+            on: ranges(scenario.clocks.offset_ms),
+        },
+        FaultKey {
+            key: "clocks.drift_ppm".into(),
+            off: zero_range(),
+            on: ranges(scenario.clocks.drift_ppm),
+        },
+        FaultKey {
+            key: "stop.at".into(),
+            off: toml::Value::String("none".into()),
+            on: scenario.stop.at != StopAt::None,
+        },
+    ]);
+    keys
+}
+
 /// `(replicas, faults switched on, replicas stopped)`.
-fn rank(scenario: &Scenario) -> [u64; 3] {
-    let faults = Key::ALL
-        .into_iter()
-        .filter(|&key| fault_on(scenario, key))
-        .count() as u64;
+fn rank<S: System>(scenario: &Scenario<S>) -> [u64; 3] {
+    let shared = fault_keys(scenario).iter().filter(|key| key.on).count();
+    let faults = (shared + S::faults_on(&scenario.settings)) as u64;
     let stopped = match scenario.stop.at {
         StopAt::None => 0,
         _ => u64::from(scenario.stop.replicas),
@@ -109,27 +167,36 @@ fn rank(scenario: &Scenario) -> [u64; 3] {
     [u64::from(scenario.replicas), faults, stopped]
 }
 
-/// The value that switches fault `key` off.
-fn off_value(key: Key) -> Value {
-    match key {
-        Key::ClockOffsetMs | Key::ClockDriftPpm => Value::Range(SignedRange { min: 0, max: 0 }),
-        Key::StopAt => Value::Stop(StopAt::None),
-        _ => Value::Probability(0.0),
-    }
+fn count(n: u64) -> toml::Value {
+    toml::Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-struct Search<'a> {
+/// A system's shrink move `(key, simplest value)` as an override value.
+fn move_value(text: &str) -> toml::Value {
+    let table: toml::Table = format!("v = {text}")
+        .parse()
+        .expect("a system's shrink moves are TOML values");
+    table["v"].clone()
+}
+
+struct Search<'a, S: System> {
     /// The original run's spec: its scenario is what overrides apply to.
-    spec: &'a RunSpec,
+    spec: &'a RunSpec<S>,
     target: String,
-    best: Point,
+    best: Point<S>,
     candidates: u64,
     budget: u64,
 }
 
-impl Search<'_> {
+impl<S: System> Search<'_, S> {
     fn exhausted(&self) -> bool {
         self.candidates >= self.budget
+    }
+
+    /// Is the target the system's liveness property (or a run over its budget)?
+    fn target_is_liveness(&self) -> bool {
+        self.target == "liveness"
+            || S::Invariant::from_name(&self.target).is_some_and(|i| i.is_liveness())
     }
 
     /// Events a fresh run (a seed, or choices in a changed scenario) may take.
@@ -146,10 +213,10 @@ impl Search<'_> {
     fn probe(
         &mut self,
         overrides: &Overrides,
-        scenario: &Rc<Scenario>,
+        scenario: &Rc<Scenario<S>>,
         feed: Feed,
         limit: u64,
-    ) -> Option<Point> {
+    ) -> Option<Point<S>> {
         if self.exhausted() {
             return None;
         }
@@ -184,7 +251,7 @@ impl Search<'_> {
     }
 
     /// Adopts `point` when it is smaller than the best. Returns whether it was adopted.
-    fn adopt(&mut self, point: Option<Point>) -> bool {
+    fn adopt(&mut self, point: Option<Point<S>>) -> bool {
         match point {
             Some(point) if point.size < self.best.size => {
                 // invariant: the best only ever gets smaller (the guard), and every point
@@ -323,18 +390,18 @@ impl Search<'_> {
 }
 
 // The scenario passes.
-impl Search<'_> {
+impl<S: System> Search<'_, S> {
     fn scenario_passes(&mut self) -> bool {
         let mut improved = self.shorten_phases();
         improved |= self.fewer_replicas();
         improved |= self.faults_off();
         improved |= self.fewer_stopped();
-        improved |= self.fewer_rows();
+        improved |= self.system_moves();
         improved
     }
 
     /// `overrides` applied to the original scenario, or `None` when that is invalid.
-    fn scenario_of(&self, overrides: &Overrides) -> Option<Rc<Scenario>> {
+    fn scenario_of(&self, overrides: &Overrides) -> Option<Rc<Scenario<S>>> {
         overrides.apply(&self.spec.scenario).ok().map(Rc::new)
     }
 
@@ -365,7 +432,7 @@ impl Search<'_> {
         values: &[u64],
         before_ms: u64,
         limit: u64,
-    ) -> Option<Point> {
+    ) -> Option<Point<S>> {
         let scenario = self.scenario_of(overrides)?;
         // Only instants inside the phases: ending there shortens them, never lengthens.
         let phases_ms = scenario.duration_ms + scenario.liveness_ms;
@@ -376,11 +443,13 @@ impl Search<'_> {
             // when the instant lies in it; the shutdown follows 1 ms later.
             let duration_ms = scenario.duration_ms.min(at_ms).max(1);
             let liveness_ms = (at_ms + 1).saturating_sub(duration_ms).max(1);
-            changed.set(Key::DurationMs, Value::Count(duration_ms));
-            changed.set(Key::LivenessMs, Value::Count(liveness_ms));
-            if self.target != "liveness" && scenario.drain {
-                // A phase this short cannot be asked to drain the backlog.
-                changed.set(Key::Drain, Value::Flag(false));
+            changed.set("duration_ms", count(duration_ms));
+            changed.set("liveness_ms", count(liveness_ms));
+            if !self.target_is_liveness() {
+                // A phase this short cannot be asked for what liveness asks (a drain...).
+                for (key, value) in S::shrink_end_moves() {
+                    changed.set(key, move_value(value));
+                }
             }
             let Some(shorter) = self.scenario_of(&changed) else {
                 continue;
@@ -398,7 +467,7 @@ impl Search<'_> {
     /// earliest first, before `before_ms`, at most [`MAX_END_INSTANTS`].
     fn event_instants(
         &mut self,
-        scenario: &Rc<Scenario>,
+        scenario: &Rc<Scenario<S>>,
         values: &[u64],
         before_ms: u64,
     ) -> Vec<u64> {
@@ -429,10 +498,10 @@ impl Search<'_> {
         let mut improved = false;
         for replicas in 1..self.best.scenario.replicas {
             let mut changed = self.best.overrides.clone();
-            changed.set(Key::Replicas, Value::Count(u64::from(replicas)));
+            changed.set("replicas", count(u64::from(replicas)));
             let stop = &self.best.scenario.stop;
             if stop.at != StopAt::None && stop.replicas > replicas {
-                changed.set(Key::StopReplicas, Value::Count(u64::from(replicas)));
+                changed.set("stop.replicas", count(u64::from(replicas)));
             }
             if self.explore(changed) {
                 improved = true;
@@ -450,7 +519,7 @@ impl Search<'_> {
         }
         for stopped in 1..stop.replicas {
             let mut changed = self.best.overrides.clone();
-            changed.set(Key::StopReplicas, Value::Count(u64::from(stopped)));
+            changed.set("stop.replicas", count(u64::from(stopped)));
             if self.explore(changed) {
                 return true;
             }
@@ -460,23 +529,31 @@ impl Search<'_> {
 
     fn faults_off(&mut self) -> bool {
         let mut improved = false;
-        for key in Key::ALL {
-            if fault_on(&self.best.scenario, key) {
+        for key in fault_keys(&self.best.scenario) {
+            if key.on {
                 let mut changed = self.best.overrides.clone();
-                changed.set(key, off_value(key));
+                changed.set(&key.key, key.off);
                 improved |= self.explore(changed);
             }
         }
         improved
     }
 
-    fn fewer_rows(&mut self) -> bool {
-        let rows = self.best.scenario.store.rows;
+    /// The system's own simplifications (its faults off, fewer rows...), one at a time,
+    /// where the best scenario does not already have that value.
+    fn system_moves(&mut self) -> bool {
         let mut improved = false;
-        for fewer in [0, rows / 2] {
-            if fewer < self.best.scenario.store.rows {
-                let mut changed = self.best.overrides.clone();
-                changed.set(Key::StoreRows, Value::Count(fewer));
+        for (key, value) in S::shrink_moves() {
+            let value = move_value(value);
+            if self.best.overrides.get(key) == Some(&value) {
+                continue;
+            }
+            let mut changed = self.best.overrides.clone();
+            changed.set(key, value);
+            let Some(scenario) = self.scenario_of(&changed) else {
+                continue;
+            };
+            if rank(&scenario) <= rank(&self.best.scenario) && *scenario != *self.best.scenario {
                 improved |= self.explore(changed);
             }
         }
@@ -496,7 +573,11 @@ impl Search<'_> {
         self.look_ahead(found)
     }
 
-    fn feed_search(&mut self, overrides: &Overrides, scenario: &Rc<Scenario>) -> Option<Point> {
+    fn feed_search(
+        &mut self,
+        overrides: &Overrides,
+        scenario: &Rc<Scenario<S>>,
+    ) -> Option<Point<S>> {
         let limit = self.feed_limit();
         let values = self.best.size.values.clone();
         let feeds =
@@ -531,7 +612,7 @@ impl Search<'_> {
 
     /// Shrinks the choices of `found` with a bounded budget; adopts the result when it is
     /// smaller than the best.
-    fn look_ahead(&mut self, found: Point) -> bool {
+    fn look_ahead(&mut self, found: Point<S>) -> bool {
         let mut lookahead = Search {
             spec: self.spec,
             target: self.target.clone(),
@@ -547,11 +628,11 @@ impl Search<'_> {
     /// Drops each override that the best run does not need (the original value restored).
     fn drop_overrides(&mut self) -> bool {
         let mut improved = false;
-        let keys: Vec<Key> = self.best.overrides.iter().map(|o| o.key).collect();
+        let keys: Vec<String> = self.best.overrides.iter().map(|o| o.key.clone()).collect();
         for key in keys {
             let mut fewer = Overrides::default();
             for o in self.best.overrides.iter().filter(|o| o.key != key) {
-                fewer.set(o.key, o.value);
+                fewer.set(&o.key, o.value.clone());
             }
             let Some(scenario) = self.scenario_of(&fewer) else {
                 continue;
@@ -571,7 +652,7 @@ impl Search<'_> {
 
 /// Shrinks the failing run of `spec` (its feed is the original seed or choices).
 /// Returns `None` when the run does not fail.
-pub fn shrink(spec: &RunSpec, budget: u64) -> Option<Shrunk> {
+pub fn shrink<S: System>(spec: &RunSpec<S>, budget: u64) -> Option<Shrunk<S>> {
     let original = run(&RunSpec {
         keep_events: false,
         record_choices: true,
@@ -619,7 +700,7 @@ pub fn shrink(spec: &RunSpec, budget: u64) -> Option<Shrunk> {
 }
 
 /// Runs the best point once more, keeping its events for the trace.
-fn finish(spec: &RunSpec, search: Search<'_>, original_events: u64) -> Shrunk {
+fn finish<S: System>(spec: &RunSpec<S>, search: Search<'_, S>, original_events: u64) -> Shrunk<S> {
     let best = search.best;
     let report = run(&RunSpec {
         scenario: best.scenario.clone(),

@@ -9,8 +9,8 @@
 use std::process::Command;
 
 use futures::future::LocalBoxFuture;
-use lease_worker::{RunError, TermReport};
 use leasesim::{SimWorker, WorkerPorts, WorkerUnderTest, correct_worker_of};
+use retention_worker::{RunError, TermReport};
 
 #[test]
 fn a_check_of_the_correct_worker_passes_and_returns_its_seed_count() {
@@ -334,7 +334,7 @@ fn the_replay_line_of_a_scenario_file_names_the_file() {
     let path = dir.path().join("my-slow-deletes.toml");
     let builtin = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/slow-deletes.toml"
+        "/../../scenarios/retention/slow-deletes.toml"
     );
     std::fs::copy(builtin, &path).unwrap();
     let failure = leasesim::check(path.as_path(), correct_worker_of)

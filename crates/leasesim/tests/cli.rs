@@ -1022,16 +1022,19 @@ fn malformed_scenario_overrides_in_a_choices_file_are_refused_with_their_locatio
             "key.choices",
             [
                 "key.choices:3:9",
-                "unknown override key `faults.paus.probability`",
+                "override `faults.paus.probability`: unknown key `faults.paus`",
             ],
         ),
         (
             "value.choices",
-            ["value.choices:2:18", "`some` is not a whole number"],
+            [
+                "value.choices:2:18",
+                "override `replicas`: invalid type: string \"some\"",
+            ],
         ),
         (
             "range.choices",
-            ["range.choices:2:7", "replicas must be 1..=64, got 65"],
+            ["range.choices:2:18", "replicas must be 1..=64, got 65"],
         ),
         (
             "version.choices",
@@ -1052,14 +1055,20 @@ fn a_malformed_scenario_file_is_refused_with_file_line_and_column() {
     let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
     write(
         "wrong-type.toml",
-        "description = \"x\"\nreplicas = \"three\"\n",
+        "system = \"retention\"\ndescription = \"x\"\nreplicas = \"three\"\n",
     );
-    write("unknown-key.toml", "description = \"x\"\nbogus = 1\n");
-    write("syntax.toml", "description = \"x\"\nreplicas = [\n");
+    write(
+        "unknown-key.toml",
+        "system = \"retention\"\ndescription = \"x\"\nbogus = 1\n",
+    );
+    write(
+        "syntax.toml",
+        "system = \"retention\"\ndescription = \"x\"\nreplicas = [\n",
+    );
     assert_refused(
         dir.path(),
         &["replay", "--scenario", "wrong-type.toml", "--seed", "0"],
-        &["wrong-type.toml:2:12"],
+        &["wrong-type.toml:3:12"],
     );
     assert_refused(
         dir.path(),
@@ -1071,12 +1080,12 @@ fn a_malformed_scenario_file_is_refused_with_file_line_and_column() {
             "1",
             "--no-failure-db",
         ],
-        &["unknown-key.toml:2:1", "bogus"],
+        &["unknown-key.toml:3:1", "bogus"],
     );
     assert_refused(
         dir.path(),
         &["shrink", "--scenario", "./syntax.toml", "--seed", "0"],
-        &["syntax.toml:2:"],
+        &["syntax.toml:3:"],
     );
     assert_refused(
         dir.path(),
@@ -1088,7 +1097,7 @@ fn a_malformed_scenario_file_is_refused_with_file_line_and_column() {
 #[test]
 fn a_misspelled_expected_invariant_is_refused_at_its_place() {
     let dir = tempdir();
-    let text = "description = \"x\"\nexpect = [\"stale-token-delete\", \"stale-tokn-delete\"]\n";
+    let text = "system = \"retention\"\ndescription = \"x\"\nexpect = [\"stale-token-delete\", \"stale-tokn-delete\"]\n";
     std::fs::write(dir.path().join("typo.toml"), text).unwrap();
     let fuzz = [
         "fuzz",
@@ -1099,7 +1108,7 @@ fn a_misspelled_expected_invariant_is_refused_at_its_place() {
         "--no-failure-db",
     ];
     let wanted = [
-        "typo.toml:2:33",
+        "typo.toml:3:33",
         "unknown invariant `stale-tokn-delete`",
         "valid: stale-token-delete, latest-token,",
     ];
@@ -1114,11 +1123,11 @@ fn worker_settings_the_worker_would_reject_are_refused_at_their_table() {
     let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
     write(
         "batch-above-cap.toml",
-        "description = \"x\"\n\n[worker]\nbatch_rows = 300\ncap_rows = 200\n",
+        "system = \"retention\"\ndescription = \"x\"\n\n[worker]\nbatch_rows = 300\ncap_rows = 200\n",
     );
     write(
         "zero-batch.toml",
-        "description = \"x\"\n[worker]\nbatch_rows = 0\n",
+        "system = \"retention\"\ndescription = \"x\"\n[worker]\nbatch_rows = 0\n",
     );
     assert_refused(
         dir.path(),
@@ -1131,7 +1140,7 @@ fn worker_settings_the_worker_would_reject_are_refused_at_their_table() {
             "--no-failure-db",
         ],
         &[
-            "batch-above-cap.toml:3:1",
+            "batch-above-cap.toml:4:1",
             "[worker]: batch_rows (300) must not exceed cap_rows (200)",
         ],
     );
@@ -1139,7 +1148,7 @@ fn worker_settings_the_worker_would_reject_are_refused_at_their_table() {
         dir.path(),
         &["replay", "--scenario", "zero-batch.toml", "--seed", "0"],
         &[
-            "zero-batch.toml:2:1",
+            "zero-batch.toml:3:1",
             "[worker]: batch_rows must be at least 1",
         ],
     );

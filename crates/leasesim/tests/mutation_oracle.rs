@@ -1,6 +1,6 @@
 //! The fuzz campaign as the oracle of mutation testing.
 //!
-//! `cargo mutants` changes the production worker core (`crates/worker`) one mutant at a time
+//! `cargo mutants` changes the production worker core (`crates/retention-worker`) one mutant at a time
 //! and runs this test against each: a mutant is *killed* when some seed of some default
 //! scenario fails. It is ignored in the normal test run; README gives the command and the
 //! score. `LEASESIM_ORACLE_SEEDS` sets the seeds per scenario and strategy (default 200).

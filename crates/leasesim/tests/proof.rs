@@ -4,17 +4,17 @@
 //! produced by the commands in README; these tests run smaller counts of the same thing.
 
 use Probe::{AcrossSeeds, EachRun};
-use leasesim::Scenario;
-use leasesim::catalog::{builtin_names, resolve_scenarios, workers};
+use leasesim::catalog::{builtin_names_of, resolve_in, resolve_typed, workers};
 use leasesim::detect::detect_range;
 use leasesim::runner::{RunReport, RunSpec, run};
-use leasesim::{Invariant, Strategy};
-use leasesim_check::Situation;
-use leasesim_events::{
-    Answer, Applied, EPOCH_MS, EndKind, EventKind, Failure, OpKind, Phase, ReplicaId, Request,
+use leasesim::{Retention, Scenario, Strategy, System};
+use leasesim_retention::checkers::{Invariant, Situation};
+use leasesim_retention::events::{
+    Answer, Applied, EPOCH_MS, EndKind, Event, EventKind, Failure, Note, OpKind, Phase, ReplicaId,
+    Request, Stamped,
 };
 use leasesim_rt::Feed;
-use leasesim_world::scenario::StopAt;
+use leasesim_sim::scenario::StopAt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -35,12 +35,13 @@ const FINDINGS: [(&str, &[Invariant]); 5] = [
 ];
 
 fn caught_within(worker: &str, invariants: &[Invariant], strategy: Strategy, start: u64) {
-    let scenarios = resolve_scenarios("all").unwrap();
-    let result = detect_range(&scenarios, worker, invariants, strategy, start, 200);
+    let scenarios = resolve_in("all", Some("retention")).unwrap();
+    let names: Vec<&str> = invariants.iter().map(|i| i.name()).collect();
+    let result = detect_range(&scenarios, worker, &names, strategy, start, 200);
     let (seeds, runs, scenario, invariant) = result
         .detected
         .unwrap_or_else(|| panic!("{worker} ({strategy}) was not caught within 200 seeds"));
-    assert!(invariants.contains(&invariant));
+    assert!(names.contains(&invariant.as_str()));
     println!(
         "{worker} ({strategy}): caught by {invariant} in {scenario} after {seeds} seeds / {runs} runs"
     );
@@ -56,7 +57,10 @@ fn each_review_finding_is_caught_by_its_own_invariant_within_200_seeds() {
 
 #[test]
 fn every_other_defective_worker_is_caught_by_the_invariants_it_declares() {
-    for worker in workers().into_iter().filter(|w| w.name != "correct") {
+    let retention = workers()
+        .into_iter()
+        .filter(|(system, _)| *system == "retention");
+    for (_, worker) in retention.filter(|(_, w)| w.name != "correct") {
         let invariants: Vec<Invariant> = worker
             .caught_by
             .iter()
@@ -71,16 +75,16 @@ fn every_other_defective_worker_is_caught_by_the_invariants_it_declares() {
     }
 }
 
-fn correct_run(scenario: &str, seed: u64) -> RunReport {
+fn correct_run(scenario: &str, seed: u64) -> RunReport<Retention> {
     correct_run_keeping(scenario, seed, false)
 }
 
-fn correct_run_keeping(scenario: &str, seed: u64, keep_events: bool) -> RunReport {
-    let scenario = Rc::new(resolve_scenarios(scenario).unwrap().remove(0));
+fn correct_run_keeping(scenario: &str, seed: u64, keep_events: bool) -> RunReport<Retention> {
+    let scenario = Rc::new(resolve_typed::<Retention>(scenario).unwrap());
     let spec = RunSpec {
         scenario,
         worker: "correct".into(),
-        factory: leasesim::catalog::worker_factory("correct").unwrap(),
+        factory: Retention::factory("correct").unwrap(),
         feed: Feed::Seed(seed),
         strategy: if seed.is_multiple_of(2) {
             Strategy::Random
@@ -99,7 +103,7 @@ fn correct_run_keeping(scenario: &str, seed: u64, keep_events: bool) -> RunRepor
 #[test]
 fn the_correct_worker_passes_every_scenario() {
     const SEEDS: u64 = 100;
-    for name in builtin_names() {
+    for name in builtin_names_of("retention") {
         for seed in 0..SEEDS {
             let report = correct_run(name, seed);
             assert!(
@@ -144,12 +148,7 @@ fn fencing_on_never_applies_a_stale_delete() {
             !a_stale_delete_is_applied(&report),
             "seed {seed}: the fencing store applied a stale delete"
         );
-        refused_in += u64::from(
-            report
-                .coverage
-                .reached()
-                .contains(Situation::StoreRejectedStale),
-        );
+        refused_in += u64::from(report.coverage.contains(Situation::StoreRejectedStale));
     }
     assert!(
         refused_in > seeds / 2,
@@ -179,8 +178,8 @@ const PROBE_MIN_HITS: usize = 11;
 
 #[derive(Clone, Copy)]
 enum Probe {
-    EachRun(fn(&Scenario, &RunReport) -> bool),
-    AcrossSeeds(fn(&Scenario, &[RunReport]) -> bool),
+    EachRun(fn(&Scenario, &RunReport<Retention>) -> bool),
+    AcrossSeeds(fn(&Scenario, &[RunReport<Retention>]) -> bool),
 }
 
 /// Every scenario file's probe and its control, one line each. A new scenario needs a line
@@ -210,7 +209,10 @@ fn scenarios_dir() -> std::path::PathBuf {
 
 /// The scenario files: the builtin list and the directory itself (they should agree).
 fn scenario_files() -> BTreeSet<String> {
-    let mut names: BTreeSet<String> = builtin_names().into_iter().map(String::from).collect();
+    let mut names: BTreeSet<String> = builtin_names_of("retention")
+        .into_iter()
+        .map(String::from)
+        .collect();
     for entry in std::fs::read_dir(scenarios_dir()).expect("the scenarios directory") {
         let path = entry.expect("a directory entry").path();
         if path.extension().is_some_and(|ext| ext == "toml") {
@@ -233,7 +235,7 @@ fn every_scenario_file_has_a_probe() {
                 "scenarios/{name}.toml has no probe: add the line\n    \
                  (\"{name}\", EachRun(<probe>), \"<control>\"),\n\
                  to PROBES in crates/leasesim/tests/proof.rs, where <probe> is a \
-                 fn(&Scenario, &RunReport) -> bool that is true when the situation `{name}` is \
+                 fn(&Scenario, &RunReport<Retention>) -> bool that is true when the situation `{name}` is \
                  named after happened in the run (it must be, in most of {PROBE_SEEDS} seeds), \
                  and <control> a scenario in which it cannot happen (often \"steady\"; the \
                  probe must be false in all its seeds)"
@@ -258,10 +260,10 @@ fn every_scenario_file_has_a_probe() {
     }
 }
 
-fn probe_runs(scenario: &Rc<Scenario>) -> Vec<RunReport> {
+fn probe_runs(scenario: &Rc<Scenario>) -> Vec<RunReport<Retention>> {
     (0..PROBE_SEEDS)
         .map(|seed| {
-            let factory = leasesim::catalog::worker_factory("correct").unwrap();
+            let factory = Retention::factory("correct").unwrap();
             let feed = Feed::Seed(seed);
             run(&RunSpec {
                 keep_events: true,
@@ -272,7 +274,11 @@ fn probe_runs(scenario: &Rc<Scenario>) -> Vec<RunReport> {
 }
 
 /// How often `probe` held on `runs` of `scenario`: (hits, needed, out of).
-fn score(probe: Probe, scenario: &Scenario, runs: &[RunReport]) -> (usize, usize, usize) {
+fn score(
+    probe: Probe,
+    scenario: &Scenario,
+    runs: &[RunReport<Retention>],
+) -> (usize, usize, usize) {
     match probe {
         EachRun(holds) => {
             let hits = runs.iter().filter(|r| holds(scenario, r)).count();
@@ -291,7 +297,7 @@ fn every_scenario_makes_its_named_situation_happen_in_most_seeds() {
     let mut subject = BTreeMap::new();
     let mut control = BTreeMap::new();
     for name in names {
-        let scenario = Rc::new(resolve_scenarios(name).unwrap().remove(0));
+        let scenario = Rc::new(resolve_typed::<Retention>(name).unwrap());
         let runs = probe_runs(&scenario);
         for (probed, probe, control_name) in PROBES {
             if *probed == name {
@@ -328,7 +334,7 @@ fn every_scenario_makes_its_named_situation_happen_in_most_seeds() {
 // --- reading runs ----------------------------------------------------------------------------
 
 /// Index of `Phase(Liveness)`: the safety phase is every event before it.
-fn liveness_index(report: &RunReport) -> usize {
+fn liveness_index(report: &RunReport<Retention>) -> usize {
     report
         .events
         .iter()
@@ -342,7 +348,7 @@ struct OpenCalls(BTreeMap<(ReplicaId, u64), (OpKind, u64)>);
 
 impl OpenCalls {
     /// Takes in one event (query before calling this for the same event).
-    fn see(&mut self, event: &leasesim_rt::Stamped<leasesim_events::Event>) {
+    fn see(&mut self, event: &Stamped<Event>) {
         let Some(replica) = event.event.replica else {
             return;
         };
@@ -369,11 +375,11 @@ impl OpenCalls {
     }
 }
 
-fn kinds(report: &RunReport) -> impl Iterator<Item = EventKind> + '_ {
+fn kinds(report: &RunReport<Retention>) -> impl Iterator<Item = EventKind> + '_ {
     report.events.iter().map(|e| e.event.kind)
 }
 
-fn clock_is_skewed(report: &RunReport) -> bool {
+fn clock_is_skewed(report: &RunReport<Retention>) -> bool {
     report
         .profile
         .clocks
@@ -385,17 +391,17 @@ fn clock_is_skewed(report: &RunReport) -> bool {
 
 /// backlog-cap: at least five terms stop at the cap (the backlog is six caps deep), and the
 /// capped terms are not all one replica's: a capped term yields.
-fn term_after_term_stops_at_the_cap(_: &Scenario, report: &RunReport) -> bool {
+fn term_after_term_stops_at_the_cap(_: &Scenario, report: &RunReport<Retention>) -> bool {
     let capped: Vec<ReplicaId> = report
         .events
         .iter()
         .filter(|e| {
             matches!(
                 e.event.kind,
-                EventKind::TermEnded {
+                EventKind::Note(Note::TermEnded {
                     end: EndKind::CapReached,
                     ..
-                }
+                })
             )
         })
         .filter_map(|e| e.event.replica)
@@ -406,7 +412,10 @@ fn term_after_term_stops_at_the_cap(_: &Scenario, report: &RunReport) -> bool {
 
 /// exact-token-renewal: the lease service renews only for the exact current token, renewals
 /// are granted, and a delete still in flight when a renewal rotated the token is refused.
-fn renewals_by_exact_token_fence_a_delete(scenario: &Scenario, report: &RunReport) -> bool {
+fn renewals_by_exact_token_fence_a_delete(
+    scenario: &Scenario,
+    report: &RunReport<Retention>,
+) -> bool {
     let renewed = kinds(report).any(|k| {
         matches!(
             k,
@@ -416,18 +425,21 @@ fn renewals_by_exact_token_fence_a_delete(scenario: &Scenario, report: &RunRepor
             }
         )
     });
-    scenario.lease.exact_token
+    scenario.settings.lease.exact_token
         && renewed
-        && report
-            .coverage
-            .reached()
-            .contains(Situation::StoreRejectedStale)
+        && report.coverage.contains(Situation::StoreRejectedStale)
 }
 
 /// odd-batches: a term asks for exactly the cap's remainder (a cap that is not a multiple of
 /// the batch), and a short answer ends a term.
-fn the_remainder_is_asked_and_a_short_batch_ends(scenario: &Scenario, report: &RunReport) -> bool {
-    let (batch, cap) = (scenario.worker.batch_rows, scenario.worker.cap_rows);
+fn the_remainder_is_asked_and_a_short_batch_ends(
+    scenario: &Scenario,
+    report: &RunReport<Retention>,
+) -> bool {
+    let (batch, cap) = (
+        scenario.settings.worker.batch_rows,
+        scenario.settings.worker.cap_rows,
+    );
     let remainder = cap % batch;
     let asked = kinds(report).any(|k| match k {
         EventKind::Call {
@@ -448,17 +460,17 @@ fn the_remainder_is_asked_and_a_short_batch_ends(scenario: &Scenario, report: &R
     let drained = kinds(report).any(|k| {
         matches!(
             k,
-            EventKind::TermEnded {
+            EventKind::Note(Note::TermEnded {
                 end: EndKind::Drained,
                 ..
-            }
+            })
         )
     });
     asked && short && drained
 }
 
 /// clock-skew: clocks are drawn skewed, read at least a second off true time, and jump.
-fn clocks_read_off_true_time_and_jump(_: &Scenario, report: &RunReport) -> bool {
+fn clocks_read_off_true_time_and_jump(_: &Scenario, report: &RunReport<Retention>) -> bool {
     let off = report.events.iter().any(|e| match e.event.kind {
         EventKind::ClockRead { now_ms } => now_ms.abs_diff(EPOCH_MS + e.at_ms) >= 1_000,
         _ => false,
@@ -468,7 +480,7 @@ fn clocks_read_off_true_time_and_jump(_: &Scenario, report: &RunReport) -> bool 
 }
 
 /// fencing-off: the store applies a delete whose token was not the current one.
-fn a_stale_delete_is_applied(report: &RunReport) -> bool {
+fn a_stale_delete_is_applied(report: &RunReport<Retention>) -> bool {
     kinds(report).any(|k| {
         matches!(
             k,
@@ -486,7 +498,7 @@ fn a_stale_delete_is_applied(report: &RunReport) -> bool {
 /// lease-expiry-successor: another replica is granted the lease that had expired in one
 /// replica's hands, and the store then refuses a delete of that replica (before it acquires
 /// again): the old token is fenced out.
-fn a_successor_fences_out_the_old_token(_: &Scenario, report: &RunReport) -> bool {
+fn a_successor_fences_out_the_old_token(_: &Scenario, report: &RunReport<Retention>) -> bool {
     let mut holder = BTreeMap::new();
     let mut overtaken = BTreeSet::new();
     for e in &report.events {
@@ -523,23 +535,20 @@ fn a_successor_fences_out_the_old_token(_: &Scenario, report: &RunReport) -> boo
 }
 
 /// release-race: a release arrives after its lease expired or moved on and frees nothing.
-fn a_release_frees_nothing(_: &Scenario, report: &RunReport) -> bool {
-    report
-        .coverage
-        .reached()
-        .contains(Situation::ReleaseFreedNothing)
+fn a_release_frees_nothing(_: &Scenario, report: &RunReport<Retention>) -> bool {
+    report.coverage.contains(Situation::ReleaseFreedNothing)
 }
 
 /// renewal-rejection: a renewal is refused and the term ends with leadership lost by that
 /// error.
-fn a_rejected_renewal_ends_the_term(_: &Scenario, report: &RunReport) -> bool {
+fn a_rejected_renewal_ends_the_term(_: &Scenario, report: &RunReport<Retention>) -> bool {
     let mut rejected = BTreeSet::new();
     for e in &report.events {
         let Some(replica) = e.event.replica else {
             continue;
         };
         match e.event.kind {
-            EventKind::TermStarted { .. } => {
+            EventKind::Note(Note::TermStarted { .. }) => {
                 rejected.remove(&replica);
             }
             EventKind::Answered {
@@ -549,10 +558,10 @@ fn a_rejected_renewal_ends_the_term(_: &Scenario, report: &RunReport) -> bool {
             } => {
                 rejected.insert(replica);
             }
-            EventKind::TermEnded {
+            EventKind::Note(Note::TermEnded {
                 end: EndKind::LostByError,
                 ..
-            } if rejected.contains(&replica) => return true,
+            }) if rejected.contains(&replica) => return true,
             _ => {}
         }
     }
@@ -562,8 +571,11 @@ fn a_rejected_renewal_ends_the_term(_: &Scenario, report: &RunReport) -> bool {
 /// renewal-reorder: a renewal is still in flight when the next one falls due (its answer
 /// takes longer than the renewal interval), and a renewal answer lands while a delete of the
 /// same replica is in flight.
-fn a_slow_renewal_and_a_renewal_answer_mid_delete(scenario: &Scenario, report: &RunReport) -> bool {
-    let interval_ms = scenario.worker.renew_every_ms;
+fn a_slow_renewal_and_a_renewal_answer_mid_delete(
+    scenario: &Scenario,
+    report: &RunReport<Retention>,
+) -> bool {
+    let interval_ms = scenario.settings.worker.renew_every_ms;
     let mut open = OpenCalls::default();
     let mut slow = false;
     for e in &report.events {
@@ -582,14 +594,11 @@ fn a_slow_renewal_and_a_renewal_answer_mid_delete(scenario: &Scenario, report: &
         }
         open.see(e);
     }
-    slow && report
-        .coverage
-        .reached()
-        .contains(Situation::RenewReplyDuringDelete)
+    slow && report.coverage.contains(Situation::RenewReplyDuringDelete)
 }
 
 /// reply-lost: a request is applied, its reply lost, and its caller answered with a timeout.
-fn an_applied_request_answers_a_timeout(_: &Scenario, report: &RunReport) -> bool {
+fn an_applied_request_answers_a_timeout(_: &Scenario, report: &RunReport<Retention>) -> bool {
     let (mut applied, mut lost) = (BTreeSet::new(), BTreeSet::new());
     kinds(report).any(|kind| match kind {
         EventKind::Applied { call, .. } => {
@@ -610,13 +619,13 @@ fn an_applied_request_answers_a_timeout(_: &Scenario, report: &RunReport) -> boo
 }
 
 /// slow-deletes: at least 200 ms pass between two consecutive batches of one term.
-fn time_passes_between_batches_of_a_term(_: &Scenario, report: &RunReport) -> bool {
+fn time_passes_between_batches_of_a_term(_: &Scenario, report: &RunReport<Retention>) -> bool {
     let mut sent = BTreeMap::new();
     report
         .events
         .iter()
         .any(|e| match (e.event.replica, e.event.kind) {
-            (Some(replica), EventKind::TermStarted { .. }) => {
+            (Some(replica), EventKind::Note(Note::TermStarted { .. })) => {
                 sent.remove(&replica);
                 false
             }
@@ -635,7 +644,7 @@ fn time_passes_between_batches_of_a_term(_: &Scenario, report: &RunReport) -> bo
 
 /// steady: no fault of any kind, no stop before shutdown, no term lost or failed, clocks
 /// true, and rows get deleted.
-fn nothing_goes_wrong_and_rows_go(_: &Scenario, report: &RunReport) -> bool {
+fn nothing_goes_wrong_and_rows_go(_: &Scenario, report: &RunReport<Retention>) -> bool {
     let safety = &report.events[..liveness_index(report)];
     let fault = kinds(report).any(|k| {
         matches!(
@@ -644,14 +653,14 @@ fn nothing_goes_wrong_and_rows_go(_: &Scenario, report: &RunReport) -> bool {
                 | EventKind::ReplyLost { .. }
                 | EventKind::Paused { .. }
                 | EventKind::ClockJumped { .. }
-                | EventKind::Revoked { .. }
-                | EventKind::TermEnded {
+                | EventKind::Note(Note::Revoked { .. })
+                | EventKind::Note(Note::TermEnded {
                     end: EndKind::LostByNone
                         | EndKind::LostByError
                         | EndKind::FailedAcquire
                         | EndKind::FailedDelete,
                     ..
-                }
+                })
         )
     });
     let early_stop = safety.iter().any(|e| e.event.kind == EventKind::StopCalled);
@@ -670,7 +679,7 @@ fn nothing_goes_wrong_and_rows_go(_: &Scenario, report: &RunReport) -> bool {
 /// stop-anywhere: a safety stop lands as the run's drawn stop mode says: while a call of the
 /// named operation is open, while no term is open (between terms), or anywhere in the safety
 /// phase (time).
-fn a_safety_stop_lands_as_its_mode_says(_: &Scenario, report: &RunReport) -> bool {
+fn a_safety_stop_lands_as_its_mode_says(_: &Scenario, report: &RunReport<Retention>) -> bool {
     let mode = report.profile.stop.at;
     let mut open = OpenCalls::default();
     let mut in_term = BTreeSet::new();
@@ -679,17 +688,15 @@ fn a_safety_stop_lands_as_its_mode_says(_: &Scenario, report: &RunReport) -> boo
             continue;
         };
         match e.event.kind {
-            EventKind::TermStarted { .. } => {
+            EventKind::Note(Note::TermStarted { .. }) => {
                 in_term.insert(replica);
             }
-            EventKind::TermEnded { .. } => {
+            EventKind::Note(Note::TermEnded { .. }) => {
                 in_term.remove(&replica);
             }
             EventKind::StopCalled => {
                 let landed = match mode {
-                    StopAt::Acquire => open.has(replica, OpKind::Acquire),
-                    StopAt::Delete => open.has(replica, OpKind::Delete),
-                    StopAt::Renew => open.has(replica, OpKind::Renew),
+                    StopAt::During(op) => open.has(replica, op),
                     StopAt::BetweenTerms => !in_term.contains(&replica),
                     StopAt::Time => true,
                     StopAt::None | StopAt::Anywhere => false,
@@ -707,7 +714,7 @@ fn a_safety_stop_lands_as_its_mode_says(_: &Scenario, report: &RunReport) -> boo
 
 /// stop-during-acquire: a safety stop lands while the replica's acquire is open, and that
 /// acquire then answers with a lease (which the stopped worker must release).
-fn a_stopped_acquire_is_granted(_: &Scenario, report: &RunReport) -> bool {
+fn a_stopped_acquire_is_granted(_: &Scenario, report: &RunReport<Retention>) -> bool {
     let safety_end = liveness_index(report);
     let mut open = OpenCalls::default();
     let mut stopped_acquires = BTreeSet::new();
@@ -737,7 +744,7 @@ fn a_stopped_acquire_is_granted(_: &Scenario, report: &RunReport) -> bool {
 }
 
 /// One fault dimension of a run: (name, switched on in the drawn profile, seen in the run).
-fn fault_dimensions(report: &RunReport) -> Vec<(String, bool, bool)> {
+fn fault_dimensions(report: &RunReport<Retention>) -> Vec<(String, bool, bool)> {
     let profile = &report.profile;
     let seen = |wanted: fn(&EventKind) -> bool| kinds(report).any(|k| wanted(&k));
     let mut dimensions: Vec<(String, bool, bool)> = OpKind::ALL
@@ -760,8 +767,8 @@ fn fault_dimensions(report: &RunReport) -> Vec<(String, bool, bool)> {
         ),
         (
             "revoke".to_string(),
-            profile.revoke.probability > 0.0,
-            seen(|k| matches!(k, EventKind::Revoked { .. })),
+            profile.system.revoke.probability > 0.0,
+            seen(|k| matches!(k, EventKind::Note(Note::Revoked { .. }))),
         ),
         (
             "pause".to_string(),
@@ -783,7 +790,7 @@ fn fault_dimensions(report: &RunReport) -> Vec<(String, bool, bool)> {
 }
 
 /// A replica reads its clock off true time before any jump of its clock.
-fn a_clock_reads_off_before_it_jumps(report: &RunReport) -> bool {
+fn a_clock_reads_off_before_it_jumps(report: &RunReport<Retention>) -> bool {
     let mut jumped = BTreeSet::new();
     report
         .events
@@ -806,7 +813,7 @@ const SWARM_MIN_VARYING: usize = 7;
 /// swarm: across the seeds, fault dimensions are switched: each of at least
 /// `SWARM_MIN_VARYING` dimensions is off in one seed's profile (and absent from its run) and
 /// on in another's (and present in its run).
-fn swarm_switches_faults_between_seeds(scenario: &Scenario, runs: &[RunReport]) -> bool {
+fn swarm_switches_faults_between_seeds(scenario: &Scenario, runs: &[RunReport<Retention>]) -> bool {
     let per_run: Vec<Vec<(String, bool, bool)>> = runs.iter().map(fault_dimensions).collect();
     let varying: Vec<&str> = (0..per_run[0].len())
         .filter(|&d| {

@@ -3,19 +3,24 @@
 
 use std::rc::Rc;
 
-use leasesim::catalog::{resolve_scenarios, worker_factory};
+use leasesim::catalog::resolve_typed;
 use leasesim::runner::{RunReport, RunSpec, run};
-use leasesim::{Invariant, Scenario, Strategy};
-use leasesim_check::{CheckConfig, CheckerSet};
+use leasesim::{Retention, Scenario, Strategy, System};
+use leasesim_retention::WorkerDraw;
+use leasesim_retention::checkers::{CheckConfig, Invariant, checker_set};
 use leasesim_rt::Feed;
-use leasesim_world::WorkerDraw;
 
 fn scenario(name: &str) -> Rc<Scenario> {
-    Rc::new(resolve_scenarios(name).unwrap().remove(0))
+    Rc::new(resolve_typed::<Retention>(name).unwrap())
 }
 
-fn run_seed(scenario: &Rc<Scenario>, worker: &str, seed: u64, keep_events: bool) -> RunReport {
-    let (factory, feed) = (worker_factory(worker).unwrap(), Feed::Seed(seed));
+fn run_seed(
+    scenario: &Rc<Scenario>,
+    worker: &str,
+    seed: u64,
+    keep_events: bool,
+) -> RunReport<Retention> {
+    let (factory, feed) = (Retention::factory(worker).unwrap(), Feed::Seed(seed));
     run(&RunSpec {
         keep_events,
         ..RunSpec::new(scenario.clone(), worker, factory, feed, Strategy::Random)
@@ -54,10 +59,10 @@ fn a_cap_arithmetic_mistake_is_caught_in_odd_batches_but_passes_steady() {
 /// the worker settings were drawn).
 fn scenario_config(scenario: &Scenario) -> CheckConfig {
     CheckConfig {
-        batch_rows: scenario.worker.batch_rows,
-        cap_rows: scenario.worker.cap_rows,
-        retention_ms: scenario.worker.retention_ms,
-        term_bound_ms: scenario.term_bound_ms,
+        batch_rows: scenario.settings.worker.batch_rows,
+        cap_rows: scenario.settings.worker.cap_rows,
+        retention_ms: scenario.settings.worker.retention_ms,
+        term_bound_ms: scenario.settings.term_bound_ms,
     }
 }
 
@@ -67,7 +72,7 @@ fn swarm_runs_are_judged_against_the_worker_settings_they_drew() {
     let drawn = |kind| {
         (0..60u64)
             .map(|seed| (seed, run_seed(&swarm, "correct", seed, true)))
-            .filter(move |(_, report)| report.profile.worker_draw == Some(kind))
+            .filter(move |(_, report)| report.profile.system.worker_draw == Some(kind))
             .take(3)
             .collect::<Vec<_>>()
     };
@@ -80,7 +85,7 @@ fn swarm_runs_are_judged_against_the_worker_settings_they_drew() {
             report.outcome.sentence()
         );
         // The same events, judged by the scenario's 200-row batches, break full-batch.
-        let mut checkers = CheckerSet::new(&scenario_config(&swarm));
+        let mut checkers = checker_set(&scenario_config(&swarm), &Invariant::ALL, None);
         report.events.iter().for_each(|event| {
             checkers.on_event(event);
         });
@@ -88,7 +93,7 @@ fn swarm_runs_are_judged_against_the_worker_settings_they_drew() {
         assert_eq!(violation, Some(Invariant::FullBatch), "seed {seed}");
     }
     let caught = drawn(WorkerDraw::Large).iter().any(|(seed, report)| {
-        let worker = &report.profile.worker;
+        let worker = &report.profile.system.worker;
         assert_ne!(worker.cap_rows % worker.batch_rows, 0);
         let outcome = run_seed(&swarm, "whole-batches", *seed, false).outcome;
         outcome.invariant() == Some(Invariant::NoEarlyStop)

@@ -8,11 +8,12 @@
 
 use std::rc::Rc;
 
-use leasesim::catalog::{resolve_scenarios, worker_factory};
-use leasesim::choices;
+use leasesim::catalog::resolve_typed;
 use leasesim::runner::{RunSpec, run};
 use leasesim::shrink::shrink;
-use leasesim::{Invariant, Strategy};
+use leasesim::systems::{erase, typed};
+use leasesim::{Retention, Strategy, System, choices};
+use leasesim_retention::checkers::Invariant;
 use leasesim_rt::Feed;
 
 /// `leasesim shrink`'s default budget.
@@ -37,11 +38,11 @@ const FIRST_FAILURES: &[(&str, &str, u64)] = &[
     ("whole-batches", "odd-batches", 0),
 ];
 
-fn spec(worker: &str, scenario: &str, feed: Feed) -> RunSpec {
+fn spec(worker: &str, scenario: &str, feed: Feed) -> RunSpec<Retention> {
     RunSpec::new(
-        Rc::new(resolve_scenarios(scenario).unwrap().remove(0)),
+        Rc::new(resolve_typed::<Retention>(scenario).unwrap()),
         worker,
-        worker_factory(worker).unwrap(),
+        Retention::factory(worker).unwrap(),
         feed,
         Strategy::Random,
     )
@@ -51,7 +52,7 @@ fn spec(worker: &str, scenario: &str, feed: Feed) -> RunSpec {
 fn every_single_defect_workers_first_failure_shrinks_to_at_most_25_events() {
     let single_defect: Vec<&str> = leasesim::catalog::workers()
         .into_iter()
-        .map(|w| w.name)
+        .map(|(_, w)| w.name)
         .filter(|&name| name != "correct" && name != "naive")
         .collect();
     let listed: Vec<&str> = FIRST_FAILURES.iter().map(|&(w, _, _)| w).collect();
@@ -82,9 +83,9 @@ fn every_single_defect_workers_first_failure_shrinks_to_at_most_25_events() {
         // The saved file alone (its overrides and values) replays the same run.
         let text = choices::render(&[], &shrunk.overrides, &report.choices);
         let file = choices::parse_file("shrunk.choices", &text).unwrap();
-        let scenario_changed = file.apply(&original.scenario).unwrap();
+        let scenario_changed = file.apply(&erase((*original.scenario).clone())).unwrap();
         let replayed = run(&RunSpec {
-            scenario: Rc::new(scenario_changed),
+            scenario: Rc::new(typed::<Retention>(scenario_changed.as_ref()).unwrap()),
             ..spec(worker, scenario, Feed::Replay(file.values))
         });
         assert_eq!(replayed.outcome, report.outcome, "{worker}: replay verdict");

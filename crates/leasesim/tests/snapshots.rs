@@ -1,14 +1,12 @@
-//! Traces under review: every scenario with the correct worker at one fixed seed, and every
-//! defective worker's shrunk counterexample. Stored in the top-level `snapshots/` directory;
-//! `cargo test` fails on any drift (CI runs with `INSTA_UPDATE=no`).
+//! Traces under review: every scenario of every system with its correct worker at one fixed
+//! seed, and every defective worker's shrunk counterexample. Stored in the top-level
+//! `snapshots/SYSTEM/` directories; `cargo test` fails on any drift (CI runs with
+//! `INSTA_UPDATE=no`).
 
-use std::rc::Rc;
-
-use leasesim::catalog::{builtin_names, resolve_scenarios, worker_factory};
-use leasesim::runner::{RunSpec, run};
-use leasesim::shrink::shrink;
-use leasesim::trace::{TraceHeader, render, render_digest};
-use leasesim::{Invariant, Strategy};
+use leasesim::Strategy;
+use leasesim::catalog::{builtin_names_of, resolve_one};
+use leasesim::systems::{AnyRunner, SYSTEMS};
+use leasesim::trace::TraceHeader;
 use leasesim_rt::Feed;
 
 /// Seed of every scenario snapshot.
@@ -17,9 +15,10 @@ const SCENARIO_SEED: u64 = 1;
 const DIGEST_LINES: usize = 120;
 
 macro_rules! snapshot {
-    ($name:expr, $text:expr) => {
+    ($system:expr, $name:expr, $text:expr) => {
+        let folder = format!("{}/../../snapshots/{}", env!("CARGO_MANIFEST_DIR"), $system);
         insta::with_settings!({
-            snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/../../snapshots"),
+            snapshot_path => folder,
             prepend_module_to_snapshot => false,
             omit_expression => true,
         }, {
@@ -28,41 +27,24 @@ macro_rules! snapshot {
     };
 }
 
-fn spec(scenario: &str, worker: &str, seed: u64) -> RunSpec {
-    RunSpec {
-        scenario: Rc::new(resolve_scenarios(scenario).unwrap().remove(0)),
-        worker: worker.to_string(),
-        factory: worker_factory(worker).unwrap(),
-        feed: Feed::Seed(seed),
-        strategy: Strategy::Random,
-        keep_events: true,
-        record_choices: false,
-        event_limit: None,
-        pct_steps: None,
-        interrupt: None,
-    }
-}
-
-fn header(spec: &RunSpec, feed: String) -> TraceHeader {
-    TraceHeader::of(spec, feed)
+fn runner(scenario: &str, worker: &str) -> Box<dyn AnyRunner> {
+    resolve_one(scenario)
+        .unwrap()
+        .runner(worker, Strategy::Random)
+        .unwrap_or_else(|| panic!("{worker} is not a worker of {scenario}'s system"))
 }
 
 #[test]
 fn every_scenario_with_the_correct_worker() {
-    for name in builtin_names() {
-        let spec = spec(name, "correct", SCENARIO_SEED);
-        let report = run(&spec);
-        assert!(
-            report.outcome.is_pass(),
-            "{name}: {}",
-            report.outcome.sentence()
-        );
-        let text = render_digest(
-            &header(&spec, format!("seed {SCENARIO_SEED}")),
-            &report,
-            DIGEST_LINES,
-        );
-        snapshot!(format!("scenario__{name}"), text);
+    for system in SYSTEMS {
+        for name in builtin_names_of(system.name()) {
+            let runner = runner(name, "correct");
+            let report = runner.run(Feed::Seed(SCENARIO_SEED), true, false);
+            assert!(!report.failed(), "{name}: {}", report.sentence());
+            let head = runner.header(format!("seed {SCENARIO_SEED}"));
+            let text = report.digest(&head, DIGEST_LINES);
+            snapshot!(system.name(), format!("scenario__{name}"), text);
+        }
     }
 }
 
@@ -90,41 +72,58 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
 const SHRINK_BUDGET: u64 = 20_000;
 
 #[test]
+fn every_defective_worker_is_listed_here() {
+    let mut missing = Vec::new();
+    for (system, worker) in leasesim::catalog::workers() {
+        let listed = COUNTEREXAMPLES
+            .iter()
+            .any(|(name, ..)| *name == worker.name);
+        if worker.name != "correct" && !listed {
+            missing.push(format!("{system}/{}", worker.name));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "no counterexample snapshot for {missing:?}"
+    );
+}
+
+#[test]
 fn every_defective_worker_has_a_small_shrunk_counterexample() {
     for &(worker, scenario, seed, max_events) in COUNTEREXAMPLES {
-        let spec = spec(scenario, worker, seed);
-        let shrunk = shrink(&spec, SHRINK_BUDGET)
+        let runner = runner(scenario, worker);
+        let shrunk = runner
+            .shrink(Feed::Seed(seed), SHRINK_BUDGET)
             .unwrap_or_else(|| panic!("{worker} passes {scenario} seed {seed}"));
         let report = &shrunk.report;
         let invariant = report
-            .outcome
             .invariant()
             .expect("a counterexample breaks an invariant");
-        let declared = leasesim::catalog::workers()
+        let (system, declared) = leasesim::catalog::workers()
             .into_iter()
-            .find(|w| w.name == worker)
+            .find(|(_, w)| w.name == worker)
             .unwrap();
         assert!(
-            declared
-                .caught_by
-                .iter()
-                .any(|n| Invariant::from_name(n) == Some(invariant)),
+            declared.caught_by.contains(&invariant),
             "{worker} shrank to {invariant}, which it does not declare"
         );
+        let events = report.stats().events;
         assert!(
-            report.stats.events <= max_events,
-            "{worker}: shrunk trace has {} events, more than {max_events}",
-            report.stats.events
+            events <= max_events,
+            "{worker}: shrunk trace has {events} events, more than {max_events}"
         );
         let feed = format!(
-            "seed {seed}, shrunk from {} to {} events",
-            shrunk.original_events, report.stats.events
+            "seed {seed}, shrunk from {} to {events} events",
+            shrunk.original_events
         );
         let head = TraceHeader {
             overrides: shrunk.overrides.lines(),
-            ..header(&spec, feed)
+            ..runner.header(feed)
         };
-        let text = render(&head, report);
-        snapshot!(format!("counterexample__{worker}"), text);
+        snapshot!(
+            system,
+            format!("counterexample__{worker}"),
+            report.trace(&head)
+        );
     }
 }

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::future::LocalBoxFuture;
-use lease_worker::{Clock, RunError, TermEnd, TermReport};
 use leasesim::catalog::resolve_scenarios;
 use leasesim::fuzz::{FactorySource, Progress, ScenarioCampaign, ScenarioSummary, SeedPlan};
 use leasesim::{Strategy, WorkerPorts, WorkerUnderTest};
-use leasesim_world::{SimClock, WorkerFactory};
+use leasesim_retention::{Retention, SimClock, WorkerFactory};
+use retention_worker::{Clock, RunError, TermEnd, TermReport};
 
 #[derive(Clone, Copy)]
 enum Stuck {
@@ -74,7 +74,7 @@ impl WorkerUnderTest for StuckWorker {
 }
 
 fn campaign(how: Stuck, seeds: u64, seed_timeout_ms: u64, jobs: usize) -> ScenarioSummary {
-    let factory = FactorySource::new(move || {
+    let factory = FactorySource::new::<Retention>(move || {
         let build: Rc<WorkerFactory> = Rc::new(move |ports: WorkerPorts| {
             Rc::new(StuckWorker {
                 clock: ports.clock,

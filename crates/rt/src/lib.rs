@@ -9,7 +9,8 @@
 //!   coin) is drawn from one [`ChoiceSource`]. A run is therefore a function of its seed, and
 //!   of its recorded choices, which is what replay and shrinking build on.
 //!
-//! The runtime knows nothing about leases; the simulated world is built on top of it.
+//! The runtime knows nothing about leases, systems or events; the shared simulation layer
+//! (`leasesim-sim`) is built on top of it, and records its events through [`Handle::note`].
 //!
 //! Two limits of the model, by design:
 //! - Wakers are bound to the thread that created the simulator. They carry no atomics; a
@@ -20,7 +21,6 @@
 //!   [`RunOutcome::Interrupted`]), never as a silent hang.
 
 mod choice;
-mod events;
 mod executor;
 pub mod hash;
 mod join;
@@ -32,7 +32,6 @@ mod time;
 mod waker;
 
 pub use choice::{Choice, ChoiceKind, ChoiceSource, Feed};
-pub use events::{Divergence, EventLog, Flow, Observer, Stamped, check_determinism};
 pub use executor::{Handle, Interrupt, Sim, SimConfig, pct_steps_from};
 pub use join::JoinHandle;
 pub use outcome::{JoinError, RunOutcome, TaskInfo};

@@ -54,7 +54,7 @@ pub(crate) fn document(input: &TimelineInput<'_>, parts: &Parts<'_>) -> String {
         "<p class=\"foot\">{} events over {} ms of virtual time; {} px per second; marks of one \
          kind closer than {MERGE_GAP_PX} px are merged ({} merged). Hover any element for its \
          trace lines.</p>\n</body>\n</html>\n",
-        input.events.len(),
+        input.moments.len(),
         parts.end_ms,
         parts.px_per_s,
         parts.merged_away

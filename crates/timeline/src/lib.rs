@@ -1,4 +1,8 @@
-//! leasesim-timeline: one self-contained HTML timeline of one simulated run.
+//! leasesim-timeline: one self-contained HTML timeline of one simulated run, of any system.
+//!
+//! The crate knows no system and no executor: it draws *moments* (each event's time and lane)
+//! and *strokes* (what each event draws: a call leaving and answering, a mark, a held token
+//! starting or ending, a pause, a phase). Each system decides what its events draw.
 //!
 //! Terminology:
 //! - *lane*: one horizontal band per replica (`r1`..`rN`) along virtual time. The *world row*
@@ -32,10 +36,8 @@ mod scale;
 mod style;
 mod svg;
 
-use leasesim_events::Event;
-use leasesim_rt::Stamped;
-
 pub use layout::{LANE_GAP_PX, LANE_HEIGHT_PX, LANE_PROBE_X_PX, NAMES_WIDTH_PX};
+pub use model::{CallStyle, Draw, MarkKind, Moment, Stroke};
 pub use palette::{LANE_FILL_EVEN, LANE_FILL_EVEN_RGB, LANE_FILL_ODD, LANE_FILL_ODD_RGB};
 pub use scale::{DEFAULT_PX_PER_S, MAX_PLOT_WIDTH_PX, MAX_PX_PER_S, MIN_PLOT_WIDTH_PX};
 pub use svg::MERGE_GAP_PX;
@@ -49,8 +51,11 @@ pub struct TimelineInput<'a> {
     pub header_lines: Vec<String>,
     /// Number of lanes (`r1..rN`); an event naming a later replica adds lanes up to it.
     pub replicas: u16,
-    pub events: &'a [Stamped<Event>],
-    /// The trace line of each event (same index as `events`), shown on hover; a missing line
+    /// Every event of the run, in order: where and when.
+    pub moments: &'a [Moment],
+    /// What the events draw, in event order (see [`Draw`]).
+    pub strokes: &'a [Stroke],
+    /// The trace line of each event (same index as `moments`), shown on hover; a missing line
     /// shows as empty.
     pub lines: &'a [String],
     /// The violation to highlight.
@@ -67,12 +72,12 @@ pub struct ViolationMark {
 
 /// Renders one self-contained HTML document (inline SVG and CSS).
 pub fn render_html(input: &TimelineInput<'_>) -> String {
-    let model = model::build(input.events, input.replicas);
+    let model = model::build(input.moments, input.strokes, input.replicas);
     let scale = scale::Scale::for_end(model.end_ms);
     let spot = input
         .violation
         .as_ref()
-        .and_then(|mark| locate(input.events, mark));
+        .and_then(|mark| locate(input.moments, mark));
     let mut plot = svg::Plot::new(scale, input.lines, model.lanes.len());
     let plot_svg = plot.render(&model, spot.as_ref());
     let names_svg = svg::names_svg(model.lanes.len());
@@ -87,14 +92,14 @@ pub fn render_html(input: &TimelineInput<'_>) -> String {
     html::document(input, &parts)
 }
 
-/// Where the violation's event is, if it is in `events`.
-fn locate(events: &[Stamped<Event>], mark: &ViolationMark) -> Option<svg::Spot> {
-    let index = events.iter().position(|stamped| stamped.seq == mark.seq)?;
-    let stamped = &events[index];
+/// Where the violation's event is, if it is among the moments.
+fn locate(moments: &[Moment], mark: &ViolationMark) -> Option<svg::Spot> {
+    let index = moments.iter().position(|moment| moment.seq == mark.seq)?;
+    let moment = &moments[index];
     Some(svg::Spot {
         index,
-        at_ms: stamped.at_ms,
-        lane: stamped.event.replica.map(|replica| replica.index()),
+        at_ms: moment.at_ms,
+        lane: moment.lane.map(usize::from),
         summary: format!("VIOLATION {}: {}", mark.invariant, mark.sentence),
     })
 }

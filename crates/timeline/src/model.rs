@@ -1,8 +1,12 @@
-//! Folding the event stream into drawable pieces.
+//! Folding a run's draw instructions into drawable pieces.
 //!
 //! Terminology:
-//! - *index*: an event's position in the input slice. Every piece keeps the indices of the
+//! - *moment*: one event of the run, by its position (*index*) in the input: its sequence
+//!   number, virtual time and lane (none for the world). Every piece keeps the indices of the
 //!   events it stands for, so its hover text can show their trace lines.
+//! - *stroke*: one drawing instruction ([`Draw`]) of one event; an event may make several
+//!   (an answer closes its call and starts a segment), or none. The system under test decides
+//!   what its events draw; this module knows no system.
 //! - *segment*: a stretch during which one replica's worker held one fencing token (see the
 //!   crate doc). A renewal that rotates the token ends one segment and starts the next.
 //! - *call span*: a call from its send (`Call`) to its answer (`Answered`); *failed* when it
@@ -13,12 +17,12 @@
 
 use std::collections::BTreeMap;
 
-use leasesim_events::{Answer, Applied, Event, EventKind, OpKind, Phase};
-use leasesim_rt::Stamped;
+use leasesim_events::Phase;
 
-/// What a point mark stands for.
+/// What a point mark stands for: the drawing vocabulary of marks. A system maps its events
+/// onto these (an applied effect, a stale one, a refused one, a renewal, a handover...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum MarkKind {
+pub enum MarkKind {
     Delete,
     StaleDelete,
     RefusedDelete,
@@ -81,9 +85,60 @@ pub(crate) struct Segment {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CallSpan {
-    pub op: OpKind,
+    pub op: CallStyle,
     pub failed: bool,
     pub span: Span,
+}
+
+/// How the calls of one operation are drawn: their row on the lane, the CSS class of a call
+/// that did not fail, and the operation's name in hover text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallStyle {
+    pub row: u64,
+    pub class: &'static str,
+    pub name: &'static str,
+}
+
+/// One event of the run: where and when it happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Moment {
+    pub seq: u64,
+    pub at_ms: u64,
+    /// The replica's lane (0-based), or `None` for the world row.
+    pub lane: Option<u16>,
+}
+
+/// A drawing instruction an event gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Draw {
+    /// A phase begins (world row).
+    Phase(Phase),
+    /// A call leaves.
+    CallSent { call: u64, style: CallStyle },
+    /// The call was refused or its reply lost.
+    CallFailed { call: u64 },
+    /// The call's answer arrived (`failed`: it was an error).
+    CallAnswered { call: u64, failed: bool },
+    /// A point mark.
+    Mark { kind: MarkKind, rows: u64 },
+    /// The worker holds this token from now on (ends the open segment first).
+    HoldStart { token: u64 },
+    /// A renewal answered this token: a new segment if the open one has another token.
+    HoldRenewed { token: u64 },
+    /// The worker holds nothing any more (`lost`: it learned so from a refusal).
+    HoldEnd { lost: bool },
+    /// The process is paused until `until_ms`.
+    PauseStart { until_ms: u64 },
+    /// The process runs again.
+    PauseEnd,
+}
+
+/// One event's drawing instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stroke {
+    /// The event's index among the moments.
+    pub event: usize,
+    pub draw: Draw,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,28 +171,24 @@ pub(crate) struct Model {
     pub end_ms: u64,
 }
 
-/// Folds `events` into lanes: `replicas` of them, more if an event names a later replica.
-pub(crate) fn build(events: &[Stamped<Event>], replicas: u16) -> Model {
-    let end_ms = events
+/// Folds `strokes` into lanes: `replicas` of them, more if a moment names a later lane.
+pub(crate) fn build(moments: &[Moment], strokes: &[Stroke], replicas: u16) -> Model {
+    let end_ms = moments.iter().map(|m| m.at_ms).max().unwrap_or(0);
+    let named = moments
         .iter()
-        .map(|stamped| stamped.at_ms)
-        .max()
-        .unwrap_or(0);
-    let named = events
-        .iter()
-        .filter_map(|stamped| stamped.event.replica)
-        .map(|replica| replica.index() + 1)
+        .filter_map(|m| m.lane)
+        .map(|lane| usize::from(lane) + 1)
         .max()
         .unwrap_or(0);
     let mut lanes: Vec<Lane> = (0..named.max(usize::from(replicas)))
         .map(|_| Lane::default())
         .collect();
     let mut world = World::default();
-    for (index, stamped) in events.iter().enumerate() {
-        let (at_ms, kind) = (stamped.at_ms, &stamped.event.kind);
-        match stamped.event.replica {
-            Some(replica) => lanes[replica.index()].apply(index, at_ms, kind),
-            None => world.apply(index, at_ms, kind),
+    for stroke in strokes {
+        let moment = moments[stroke.event];
+        match moment.lane {
+            Some(lane) => lanes[usize::from(lane)].apply(stroke.event, moment.at_ms, stroke.draw),
+            None => world.apply(stroke.event, moment.at_ms, stroke.draw),
         }
     }
     for lane in &mut lanes {
@@ -153,92 +204,49 @@ pub(crate) fn build(events: &[Stamped<Event>], replicas: u16) -> Model {
 }
 
 impl Lane {
-    fn apply(&mut self, index: usize, at_ms: u64, kind: &EventKind) {
-        let mark = |kind, rows| Mark {
-            kind,
-            at_ms,
-            rows,
-            event: index,
-        };
-        match *kind {
-            EventKind::Call { call, request } => {
+    fn apply(&mut self, index: usize, at_ms: u64, draw: Draw) {
+        match draw {
+            Draw::CallSent { call, style } => {
                 let span = Span::open(at_ms, index);
-                let op = request.op();
-                self.open_calls.insert(
-                    call,
-                    CallSpan {
-                        op,
-                        failed: false,
-                        span,
-                    },
-                );
+                let open = CallSpan {
+                    op: style,
+                    failed: false,
+                    span,
+                };
+                self.open_calls.insert(call, open);
             }
-            EventKind::Rejected { call, .. } => {
-                self.fail_call(call, index);
-                self.marks.push(mark(MarkKind::Rejected, 0));
+            Draw::CallFailed { call } => self.fail_call(call, index),
+            Draw::CallAnswered { call, failed } => {
+                if let Some(mut span) = self.open_calls.remove(&call) {
+                    span.span.close(at_ms, Some(index));
+                    span.failed |= failed;
+                    self.calls.push(span);
+                }
             }
-            EventKind::ReplyLost { call } => {
-                self.fail_call(call, index);
-                self.marks.push(mark(MarkKind::ReplyLost, 0));
-            }
-            EventKind::Applied { applied, .. } => self.marks.extend(applied_mark(&applied, mark)),
-            EventKind::Answered { call, op, answer } => {
-                self.on_answered(index, at_ms, call, op, answer);
-            }
-            EventKind::TermEnded { .. } => self.end_segment(at_ms, Some(index), false),
-            EventKind::Paused { until_ms } => {
-                self.end_pause(at_ms, None);
-                self.open_pause = Some((Span::open(at_ms, index), until_ms));
-            }
-            EventKind::Resumed => self.end_pause(at_ms, Some(index)),
-            EventKind::StopCalled => self.marks.push(mark(MarkKind::StopCalled, 0)),
-            EventKind::StopResolved => self.marks.push(mark(MarkKind::StopResolved, 0)),
-            EventKind::Restarted => self.marks.push(mark(MarkKind::Restarted, 0)),
-            EventKind::ClockJumped { .. } => self.marks.push(mark(MarkKind::ClockJump, 0)),
-            EventKind::Revoked { .. } => self.marks.push(mark(MarkKind::Revoked, 0)),
-            EventKind::Backlog { remaining, .. } => {
-                self.marks.push(mark(MarkKind::Backlog, remaining));
-            }
-            EventKind::Phase(_)
-            | EventKind::TermStarted { .. }
-            | EventKind::ClockRead { .. }
-            | EventKind::TimerSet { .. } => {}
-        }
-    }
-
-    fn on_answered(&mut self, index: usize, at_ms: u64, call: u64, op: OpKind, answer: Answer) {
-        if let Some(mut span) = self.open_calls.remove(&call) {
-            span.span.close(at_ms, Some(index));
-            span.failed |= matches!(answer, Answer::Failed(_));
-            self.calls.push(span);
-        }
-        let mark = |kind| Mark {
-            kind,
-            at_ms,
-            rows: 0,
-            event: index,
-        };
-        match (op, answer) {
-            (OpKind::Acquire, Answer::Lease(Some(lease))) => {
-                self.start_segment(lease.token, at_ms, index);
-            }
-            (OpKind::Renew, Answer::Lease(Some(lease))) => {
-                self.marks.push(mark(MarkKind::Renewal));
+            Draw::Mark { kind, rows } => self.marks.push(Mark {
+                kind,
+                at_ms,
+                rows,
+                event: index,
+            }),
+            Draw::HoldStart { token } => self.start_segment(token, at_ms, index),
+            Draw::HoldRenewed { token } => {
                 // A renewal answered after the term ended starts nothing.
                 if self
                     .open_segment
                     .as_ref()
-                    .is_some_and(|open| open.token != lease.token)
+                    .is_some_and(|open| open.token != token)
                 {
-                    self.start_segment(lease.token, at_ms, index);
+                    self.start_segment(token, at_ms, index);
                 }
             }
-            (OpKind::Renew, Answer::Lease(None)) => {
-                self.marks.push(mark(MarkKind::RenewLost));
-                self.end_segment(at_ms, Some(index), true);
+            Draw::HoldEnd { lost } => self.end_segment(at_ms, Some(index), lost),
+            Draw::PauseStart { until_ms } => {
+                self.end_pause(at_ms, None);
+                self.open_pause = Some((Span::open(at_ms, index), until_ms));
             }
-            (OpKind::Release, _) => self.end_segment(at_ms, Some(index), false),
-            _ => {}
+            Draw::PauseEnd => self.end_pause(at_ms, Some(index)),
+            Draw::Phase(_) => {}
         }
     }
 
@@ -290,34 +298,6 @@ impl Lane {
     }
 }
 
-/// The mark an `Applied` event makes, if any.
-fn applied_mark(applied: &Applied, mark: impl Fn(MarkKind, u64) -> Mark) -> Option<Mark> {
-    match *applied {
-        Applied::Deleted {
-            rows,
-            token_current,
-            ..
-        } => {
-            let kind = if token_current {
-                MarkKind::Delete
-            } else {
-                MarkKind::StaleDelete
-            };
-            Some(mark(kind, u64::from(rows)))
-        }
-        Applied::DeleteRefused { .. } => Some(mark(MarkKind::RefusedDelete, 0)),
-        Applied::Released => Some(mark(MarkKind::Release, 0)),
-        Applied::FreedNothing => Some(mark(MarkKind::FreedNothing, 0)),
-        Applied::Granted {
-            replaced: Some(_), ..
-        } => Some(mark(MarkKind::Takeover, 0)),
-        Applied::Granted { replaced: None, .. }
-        | Applied::Busy { .. }
-        | Applied::Renewed { .. }
-        | Applied::RenewRefused => None,
-    }
-}
-
 /// The world row: phases and the world's own events.
 #[derive(Debug, Default)]
 struct World {
@@ -327,26 +307,21 @@ struct World {
 }
 
 impl World {
-    fn apply(&mut self, index: usize, at_ms: u64, kind: &EventKind) {
-        let mark = |kind, rows| Mark {
-            kind,
-            at_ms,
-            rows,
-            event: index,
-        };
-        match *kind {
-            EventKind::Phase(phase) => {
+    fn apply(&mut self, index: usize, at_ms: u64, draw: Draw) {
+        match draw {
+            Draw::Phase(phase) => {
                 self.end_phase(at_ms, Some(index));
                 if phase != Phase::End {
                     let span = Span::open(at_ms, index);
                     self.open_phase = Some(PhaseBand { phase, span });
                 }
             }
-            EventKind::Revoked { .. } => self.marks.push(mark(MarkKind::Revoked, 0)),
-            EventKind::Backlog { remaining, .. } => {
-                self.marks.push(mark(MarkKind::Backlog, remaining));
-            }
-            EventKind::ClockJumped { .. } => self.marks.push(mark(MarkKind::ClockJump, 0)),
+            Draw::Mark { kind, rows } => self.marks.push(Mark {
+                kind,
+                at_ms,
+                rows,
+                event: index,
+            }),
             _ => {}
         }
     }
@@ -365,58 +340,47 @@ impl World {
 
 #[cfg(test)]
 mod tests {
-    use leasesim_events::{LeaseView, ReplicaId, Request};
-
     use super::*;
 
-    fn at(at_ms: u64, replica: Option<u16>, kind: EventKind) -> Stamped<Event> {
-        let event = Event {
-            replica: replica.map(ReplicaId),
-            kind,
-        };
-        Stamped {
+    const CALL: CallStyle = CallStyle {
+        row: 0,
+        class: "ca",
+        name: "acquire",
+    };
+
+    fn moment(at_ms: u64, lane: Option<u16>) -> Moment {
+        Moment {
             seq: at_ms,
             at_ms,
-            event,
+            lane,
         }
     }
 
-    fn lease(token: u64) -> Answer {
-        Answer::Lease(Some(LeaseView {
-            token,
-            expires_at_ms: 0,
-        }))
-    }
-
-    fn answered(at_ms: u64, call: u64, op: OpKind, answer: Answer) -> Stamped<Event> {
-        at(at_ms, Some(0), EventKind::Answered { call, op, answer })
-    }
-
     #[test]
-    fn a_rotating_renewal_splits_the_term_into_token_segments() {
-        let events = [
-            at(
+    fn a_renewal_with_a_new_token_splits_the_hold_into_token_segments() {
+        let moments = [0, 10, 500, 900, 905].map(|at| moment(at, Some(0)));
+        let stroke = |event, draw| Stroke { event, draw };
+        let strokes = [
+            stroke(
                 0,
-                Some(0),
-                EventKind::Call {
+                Draw::CallSent {
                     call: 1,
-                    request: Request::Acquire,
+                    style: CALL,
                 },
             ),
-            answered(10, 1, OpKind::Acquire, lease(7)),
-            answered(500, 2, OpKind::Renew, lease(8)),
-            answered(900, 3, OpKind::Release, Answer::Released),
-            at(
-                905,
-                Some(0),
-                EventKind::TermEnded {
-                    term: 1,
-                    end: leasesim_events::EndKind::Drained,
-                    rows: 0,
+            stroke(
+                1,
+                Draw::CallAnswered {
+                    call: 1,
+                    failed: false,
                 },
             ),
+            stroke(1, Draw::HoldStart { token: 7 }),
+            stroke(2, Draw::HoldRenewed { token: 8 }),
+            stroke(3, Draw::HoldEnd { lost: false }),
+            stroke(4, Draw::HoldEnd { lost: false }),
         ];
-        let model = build(&events, 2);
+        let model = build(&moments, &strokes, 2);
         assert_eq!(model.lanes.len(), 2);
         let spans: Vec<(u64, u64, u64)> = model.lanes[0]
             .segments
@@ -424,38 +388,40 @@ mod tests {
             .map(|s| (s.token, s.span.start_ms, s.span.end_ms))
             .collect();
         assert_eq!(spans, [(7, 10, 500), (8, 500, 900)]);
-        assert_eq!(
-            model.lanes[0].calls.len(),
-            1,
-            "only call 1 was sent in this slice"
-        );
+        assert_eq!(model.lanes[0].calls.len(), 1);
         assert_eq!(model.lanes[0].calls[0].span.events, [0, 1]);
     }
 
     #[test]
     fn open_pieces_end_at_the_last_event() {
-        let events = [
-            at(0, None, EventKind::Phase(Phase::Safety)),
-            at(5, Some(1), EventKind::Paused { until_ms: 50_000 }),
-            at(
-                7,
-                Some(0),
-                EventKind::Call {
-                    call: 1,
-                    request: Request::Acquire,
-                },
-            ),
-            at(
-                9,
-                None,
-                EventKind::Backlog {
-                    eligible_before_ms: 0,
-                    remaining: 3,
-                },
-            ),
-            at(20, None, EventKind::Phase(Phase::Liveness)),
+        let moments = [
+            moment(0, None),
+            moment(5, Some(1)),
+            moment(7, Some(0)),
+            moment(9, None),
+            moment(20, None),
         ];
-        let model = build(&events, 1);
+        let stroke = |event, draw| Stroke { event, draw };
+        let strokes = [
+            stroke(0, Draw::Phase(Phase::Safety)),
+            stroke(1, Draw::PauseStart { until_ms: 50_000 }),
+            stroke(
+                2,
+                Draw::CallSent {
+                    call: 1,
+                    style: CALL,
+                },
+            ),
+            stroke(
+                3,
+                Draw::Mark {
+                    kind: MarkKind::Backlog,
+                    rows: 3,
+                },
+            ),
+            stroke(4, Draw::Phase(Phase::Liveness)),
+        ];
+        let model = build(&moments, &strokes, 1);
         assert_eq!(model.lanes.len(), 2, "an event of r2 adds its lane");
         assert_eq!(model.lanes[1].pauses[0].end_ms, 20);
         assert_eq!(model.lanes[0].calls[0].span.end_ms, 20);
@@ -466,57 +432,5 @@ mod tests {
             .collect();
         assert_eq!(phases, [(Phase::Safety, 0, 20), (Phase::Liveness, 20, 20)]);
         assert_eq!(model.world_marks[0].rows, 3);
-    }
-
-    #[test]
-    fn stale_and_refused_deletes_are_marked_apart() {
-        let deleted = |token_current| Applied::Deleted {
-            rows: 5,
-            token_current,
-            current_token: None,
-            newest_created_ms: None,
-            held_back: 0,
-        };
-        let events = [
-            at(
-                1,
-                Some(0),
-                EventKind::Applied {
-                    call: 1,
-                    applied: deleted(true),
-                },
-            ),
-            at(
-                2,
-                Some(0),
-                EventKind::Applied {
-                    call: 2,
-                    applied: deleted(false),
-                },
-            ),
-            at(
-                3,
-                Some(0),
-                EventKind::Applied {
-                    call: 3,
-                    applied: Applied::DeleteRefused {
-                        current_token: None,
-                    },
-                },
-            ),
-        ];
-        let kinds: Vec<MarkKind> = build(&events, 1).lanes[0]
-            .marks
-            .iter()
-            .map(|m| m.kind)
-            .collect();
-        assert_eq!(
-            kinds,
-            [
-                MarkKind::Delete,
-                MarkKind::StaleDelete,
-                MarkKind::RefusedDelete
-            ]
-        );
     }
 }

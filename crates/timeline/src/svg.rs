@@ -11,8 +11,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use leasesim_events::OpKind;
-
 use crate::cluster::{Cluster, merge_close};
 use crate::escape::push_escaped;
 use crate::layout::*;
@@ -243,7 +241,7 @@ impl<'a> Plot<'a> {
         let mut sorted: Vec<&CallSpan> = calls.iter().collect();
         sorted.sort_by_key(|call| {
             (
-                op_row(call.op),
+                call.op.row,
                 call.failed,
                 call.span.start_ms,
                 call.span.events[0],
@@ -254,20 +252,20 @@ impl<'a> Plot<'a> {
             let (x, end) = (self.x(call.span.start_ms), self.x(call.span.end_ms));
             let item = Cluster::new(x, end, 0, call.span.events.clone());
             groups
-                .entry((op_row(call.op), call.failed))
+                .entry((call.op.row, call.failed))
                 .or_default()
                 .push(item);
         }
         for ((row, failed), items) in groups {
-            let op = OpKind::ALL[usize::try_from(row).unwrap_or(0)];
-            let class = if failed { "cf" } else { call_class(op) };
+            let op = calls
+                .iter()
+                .find(|call| call.op.row == row)
+                .map(|call| call.op)
+                .expect("a group holds calls of its row");
+            let class = if failed { "cf" } else { op.class };
             let y = top + CALL_ROW_TOP_PX + row * CALL_ROW_STEP_PX;
             for cluster in self.merged(items, CALL_MERGE_GAP_TENTHS) {
-                let noun = format!(
-                    "{} call{}",
-                    op.name(),
-                    if failed { " (failed)" } else { "" }
-                );
+                let noun = format!("{} call{}", op.name, if failed { " (failed)" } else { "" });
                 self.rect(
                     class,
                     cluster.start_tenths,
@@ -442,24 +440,6 @@ impl<'a> Plot<'a> {
             );
         }
         self.out.push_str("</title>");
-    }
-}
-
-fn op_row(op: OpKind) -> u64 {
-    match op {
-        OpKind::Acquire => 0,
-        OpKind::Renew => 1,
-        OpKind::Release => 2,
-        OpKind::Delete => 3,
-    }
-}
-
-fn call_class(op: OpKind) -> &'static str {
-    match op {
-        OpKind::Acquire => "ca",
-        OpKind::Renew => "cr",
-        OpKind::Release => "cl",
-        OpKind::Delete => "cd",
     }
 }
 

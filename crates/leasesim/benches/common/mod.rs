@@ -13,11 +13,11 @@ use std::rc::Rc;
 // Wall clock, read only around whole batches of runs (see the crate-level allow of each bench).
 use std::time::Instant;
 
-use leasesim::catalog::{builtin, worker_factory};
+use leasesim::catalog::resolve_typed;
 use leasesim::runner::{RunReport, RunSpec, run};
-use leasesim::{Scenario, Strategy};
+use leasesim::{Retention, Scenario, Strategy, System};
 use leasesim_rt::Feed;
-use leasesim_world::WorkerFactory;
+use leasesim_sim::WorkerFactory;
 
 /// Seconds of CPU time this thread has used.
 pub fn thread_cpu_s() -> f64 {
@@ -70,27 +70,29 @@ impl Stopwatch {
 
 /// A builtin scenario by name (panics on an unknown name: the benches name real ones).
 pub fn builtin_scenario(name: &str) -> Rc<Scenario> {
-    let scenario = builtin(name)
-        .unwrap_or_else(|| panic!("no builtin scenario `{name}`"))
-        .unwrap_or_else(|err| panic!("builtin scenario `{name}` parses: {err}"));
+    let scenario = resolve_typed::<Retention>(name)
+        .unwrap_or_else(|err| panic!("builtin retention scenario `{name}`: {err}"));
     Rc::new(scenario)
 }
 
 /// An inline scenario (panics with the parse error: the benches write valid ones).
 pub fn inline_scenario(name: &str, text: &str) -> Rc<Scenario> {
-    let scenario = Scenario::parse(name, &format!("<bench>/{name}.toml"), text)
+    let scenario = leasesim_retention::parse_scenario(name, &format!("<bench>/{name}.toml"), text)
         .unwrap_or_else(|err| panic!("inline scenario `{name}` parses: {err}\n{text}"));
     Rc::new(scenario)
 }
 
 /// The production worker's factory.
-pub fn correct_factory() -> Rc<WorkerFactory> {
-    worker_factory("correct").expect("the correct worker exists")
+pub fn correct_factory() -> Rc<WorkerFactory<Retention>> {
+    Retention::factory("correct").expect("the correct worker exists")
 }
 
 /// The spec of a fuzz-style run of `scenario`: random strategy, no kept events, no recorded
 /// choices (exactly what `leasesim fuzz` runs for every seed).
-pub fn fuzz_spec(scenario: &Rc<Scenario>, factory: &Rc<WorkerFactory>) -> RunSpec {
+pub fn fuzz_spec(
+    scenario: &Rc<Scenario>,
+    factory: &Rc<WorkerFactory<Retention>>,
+) -> RunSpec<Retention> {
     RunSpec {
         scenario: scenario.clone(),
         worker: "correct".into(),
@@ -106,7 +108,7 @@ pub fn fuzz_spec(scenario: &Rc<Scenario>, factory: &Rc<WorkerFactory>) -> RunSpe
 }
 
 /// One leasesim run of `spec` from `seed`.
-pub fn leasesim_run(spec: &RunSpec, seed: u64) -> RunReport {
+pub fn leasesim_run(spec: &RunSpec<Retention>, seed: u64) -> RunReport<Retention> {
     let mut spec = spec.clone();
     spec.feed = Feed::Seed(seed);
     run(&spec)
@@ -122,7 +124,7 @@ pub struct BatchTotals {
 }
 
 /// Runs seeds `first..first + count` on leasesim; returns totals and the time taken.
-pub fn leasesim_batch(spec: &RunSpec, first: u64, count: u64) -> (BatchTotals, Elapsed) {
+pub fn leasesim_batch(spec: &RunSpec<Retention>, first: u64, count: u64) -> (BatchTotals, Elapsed) {
     let mut totals = BatchTotals::default();
     let watch = Stopwatch::start();
     for seed in first..first + count {

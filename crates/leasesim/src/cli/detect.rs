@@ -4,21 +4,21 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use leasesim::Strategy;
 use leasesim::catalog::{self, workers};
 use leasesim::detect::{RANGE_STRIDE, RangeResult, detect_range, median};
 use leasesim::error::UsageError;
-use leasesim::{Invariant, Strategy};
 
 use super::DetectArgs;
 
 fn ranges_in_parallel(
-    worker: &str,
-    caught_by: &[Invariant],
+    (system, worker): (&str, &str),
+    caught_by: &[&str],
     strategy: Strategy,
     args: &DetectArgs,
     jobs: usize,
 ) -> Vec<RangeResult> {
-    let scenarios = catalog::resolve_scenarios("all").expect("builtin scenarios parse");
+    let scenarios = catalog::resolve_in("all", Some(system)).expect("builtin scenarios parse");
     let next = AtomicU64::new(0);
     let results = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -49,9 +49,16 @@ fn ranges_in_parallel(
 }
 
 pub fn detect_command(args: DetectArgs) -> Result<i32, UsageError> {
+    if let Some(system) = &args.system {
+        catalog::check_system(system)?;
+    }
     let chosen: Vec<_> = workers()
         .into_iter()
-        .filter(|w| w.name != "correct" && (args.worker == "all" || w.name == args.worker))
+        .filter(|(system, w)| {
+            let in_system = args.system.as_deref().is_none_or(|s| s == *system);
+            let named = args.worker == "all" || w.name == args.worker;
+            w.name != "correct" && in_system && named
+        })
         .collect();
     if chosen.is_empty() {
         catalog::check_worker(&args.worker)?;
@@ -63,10 +70,8 @@ pub fn detect_command(args: DetectArgs) -> Result<i32, UsageError> {
     }
     let jobs = super::job_count(args.jobs);
     println!(
-        "seeds to detect: rounds of the {} default scenarios until the worker is caught by its own invariant; {} disjoint ranges, at most {} seeds each",
-        catalog::builtin_names().len(),
-        args.ranges,
-        args.max_seeds
+        "seeds to detect: rounds of the worker's system's default scenarios until the worker is caught by its own invariant; {} disjoint ranges, at most {} seeds each",
+        args.ranges, args.max_seeds
     );
     println!();
     println!(
@@ -74,14 +79,15 @@ pub fn detect_command(args: DetectArgs) -> Result<i32, UsageError> {
     );
     println!("|---|---|---:|---:|---:|---:|---:|---|");
     let mut missed = false;
-    for worker in chosen {
-        let caught_by: Vec<Invariant> = worker
-            .caught_by
-            .iter()
-            .filter_map(|n| Invariant::from_name(n))
-            .collect();
+    for (system, worker) in chosen {
         for &strategy in &args.strategies {
-            let results = ranges_in_parallel(worker.name, &caught_by, strategy, &args, jobs);
+            let results = ranges_in_parallel(
+                (system, worker.name),
+                worker.caught_by,
+                strategy,
+                &args,
+                jobs,
+            );
             missed |= print_row(worker.name, strategy, &results);
         }
     }
@@ -102,7 +108,7 @@ fn print_row(worker: &str, strategy: Strategy, results: &[RangeResult]) -> bool 
     runs.sort_unstable();
     let mut by_invariant: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
     for detected in results.iter().filter_map(|r| r.detected.as_ref()) {
-        *by_invariant.entry(detected.3.name()).or_insert(0) += 1;
+        *by_invariant.entry(detected.3.as_str()).or_insert(0) += 1;
     }
     let top = by_invariant
         .iter()

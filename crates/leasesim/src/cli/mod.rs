@@ -8,24 +8,20 @@
 
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use leasesim::catalog::{
-    self, builtin, builtin_names, check_worker, replay_line, scenario_ref, worker_factory, workers,
-};
+use leasesim::catalog::{self, check_worker, replay_line, scenario_ref};
 use leasesim::error::{UsageError, parse_duration_ms, parse_seed, parse_shard};
 use leasesim::faildb::{self, Entry, FailureDb};
 use leasesim::fuzz::{
     Finding, Progress, ScenarioCampaign, ScenarioSummary, SeedPlan, run_campaign,
 };
-use leasesim::runner::{RunSpec, run};
-use leasesim::shrink::{Shrunk, shrink};
-use leasesim::trace::{self, TraceHeader};
-use leasesim::{Scenario, Strategy, choices};
-use leasesim_check::Situation;
+use leasesim::systems::{AnyRunner, AnyScenario, ShrunkRun};
+use leasesim::trace::TraceHeader;
+use leasesim::{Strategy, choices};
 use leasesim_rt::Feed;
 
 mod detect;
@@ -35,7 +31,7 @@ mod report;
 #[command(
     name = "leasesim",
     version,
-    about = "Deterministic simulation testing for lease-fenced cleanup workers"
+    about = "Deterministic simulation testing for lease-fenced workers"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -44,8 +40,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// List the scenarios and workers.
-    List,
+    /// List the systems, and each one's scenarios, workers, invariants and situations.
+    List(ListArgs),
     /// Run many seeds and check every invariant.
     Fuzz(FuzzArgs),
     /// Run one seed (or a choices file) and print its full trace and verdict.
@@ -57,7 +53,20 @@ enum Command {
 }
 
 #[derive(Args, Debug)]
+struct ListArgs {
+    /// Only this system.
+    #[arg(long)]
+    system: Option<String>,
+    /// Print JSON: `{"systems": [{"name", "scenarios", "workers", "invariants", "situations"}]}`.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
 struct DetectArgs {
+    /// Only the defective workers of this system.
+    #[arg(long)]
+    system: Option<String>,
     /// A defective worker, or `all`.
     #[arg(long, default_value = "all")]
     worker: String,
@@ -80,6 +89,9 @@ struct Target {
     /// A scenario name, a path to a scenario file (fuzz also takes `all`).
     #[arg(long, default_value = "all")]
     scenario: String,
+    /// Only this system's scenarios (`all` then means all of its builtins).
+    #[arg(long)]
+    system: Option<String>,
     /// The worker: `correct` or a defective worker (see `leasesim list`).
     #[arg(long, default_value = "correct")]
     worker: String,
@@ -177,7 +189,7 @@ pub fn main() -> i32 {
         }
     };
     let result = match cli.command {
-        Command::List => list(),
+        Command::List(args) => list(args),
         Command::Fuzz(args) => fuzz(args),
         Command::Replay(args) => replay(args),
         Command::Shrink(args) => shrink_command(args),
@@ -192,46 +204,87 @@ pub fn main() -> i32 {
     }
 }
 
-fn list() -> Result<i32, UsageError> {
-    println!("scenarios:");
-    for name in builtin_names() {
-        let scenario = builtin(name).expect("a builtin name")?;
-        println!("  {name:<24} {}", scenario.description);
+fn list(args: ListArgs) -> Result<i32, UsageError> {
+    let systems = match &args.system {
+        Some(name) => vec![catalog::check_system(name)?],
+        None => leasesim::systems::SYSTEMS.to_vec(),
+    };
+    if args.json {
+        println!("{}", report::list_json(&systems)?);
+        return Ok(0);
     }
-    println!("\nworkers:");
-    for worker in workers() {
-        let caught = if worker.caught_by.is_empty() {
-            String::new()
-        } else {
-            format!(" [caught by {}]", worker.caught_by.join(", "))
-        };
-        println!("  {:<24} {}{caught}", worker.name, worker.description);
+    println!("systems:");
+    for system in &systems {
+        println!("  {:<24} {}", system.name(), system.description());
     }
-    println!("\ninvariants:");
-    for invariant in leasesim::Invariant::ALL {
-        println!("  {:<24} {}", invariant.name(), invariant.holds_when());
-    }
-    println!("\nsituations (\"sometimes\" coverage):");
-    for situation in Situation::ALL {
-        println!("  {:<24} {}", situation.name(), situation.describe());
+    for system in &systems {
+        report::list_system(*system)?;
     }
     Ok(0)
 }
 
-fn single_scenario(reference: &str) -> Result<Scenario, UsageError> {
-    if reference == "all" {
+/// The scenarios `--scenario` and `--system` name, kept to the systems `--worker` belongs to:
+/// `all` keeps the worker's systems' builtins; a named scenario of another system is an error.
+fn target_scenarios(target: &Target) -> Result<Vec<Arc<dyn AnyScenario>>, UsageError> {
+    if let Some(system) = &target.system {
+        catalog::check_system(system)?;
+    }
+    let worker = check_worker(&target.worker)?;
+    let systems = catalog::systems_of_worker(&worker);
+    let found = catalog::resolve_in(&target.scenario, target.system.as_deref())?;
+    let mismatch = |why: String| UsageError::BadValue {
+        flag: "--worker",
+        given: worker.clone(),
+        why,
+    };
+    if target.scenario == "all" {
+        let kept: Vec<_> = found
+            .into_iter()
+            .filter(|s| systems.contains(&s.system().name()))
+            .collect();
+        if kept.is_empty() {
+            let asked = target.system.as_deref().unwrap_or("any system");
+            return Err(mismatch(format!(
+                "it is a worker of {}, and --system asks for {asked}",
+                systems.join(", ")
+            )));
+        }
+        return Ok(kept);
+    }
+    let scenario = &found[0];
+    if !systems.contains(&scenario.system().name()) {
+        return Err(mismatch(format!(
+            "it is a worker of {}, and scenario `{}` is of the `{}` system",
+            systems.join(", "),
+            scenario.name(),
+            scenario.system().name()
+        )));
+    }
+    Ok(found)
+}
+
+/// The one scenario a replay or shrink takes.
+fn single_scenario(target: &Target) -> Result<Arc<dyn AnyScenario>, UsageError> {
+    if target.scenario == "all" {
         return Err(UsageError::BadValue {
             flag: "--scenario",
-            given: reference.into(),
+            given: target.scenario.clone(),
             why: "this command takes one scenario".into(),
         });
     }
-    Ok(catalog::resolve_scenarios(reference)?.remove(0))
+    Ok(target_scenarios(target)?.remove(0))
+}
+
+/// A runner of `worker` (checked against the scenario's system by `target_scenarios`).
+fn runner_of(scenario: &dyn AnyScenario, worker: &str, strategy: Strategy) -> Box<dyn AnyRunner> {
+    scenario
+        .runner(worker, strategy)
+        .expect("target_scenarios checked the worker against the scenario's system")
 }
 
 fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
-    let scenarios = catalog::resolve_scenarios(&args.target.scenario)?;
-    let worker = check_worker(&args.target.worker)?.to_string();
+    let scenarios = target_scenarios(&args.target)?;
+    let worker = args.target.worker.clone();
     let mut db = if args.no_failure_db {
         None
     } else {
@@ -328,7 +381,7 @@ fn seed_plan(args: &FuzzArgs, scenarios: usize, index: usize) -> SeedPlan {
 fn save_findings(
     db: Option<&mut FailureDb>,
     summaries: &[ScenarioSummary],
-    scenarios: &[Scenario],
+    scenarios: &[Arc<dyn AnyScenario>],
     worker: &str,
     strategy: Strategy,
     json: bool,
@@ -355,26 +408,28 @@ pub struct Regression {
 
 fn replay_regressions(
     db: &FailureDb,
-    scenarios: &[Scenario],
+    scenarios: &[Arc<dyn AnyScenario>],
     worker: &str,
     strategy: Strategy,
 ) -> Vec<Regression> {
     let mut out = Vec::new();
     for entry in db.entries() {
-        let Some(scenario) = scenarios.iter().find(|s| scenario_ref(s) == entry.scenario) else {
+        let Some(scenario) = scenarios
+            .iter()
+            .find(|s| scenario_ref(s.as_ref()) == entry.scenario)
+        else {
             continue;
         };
         if entry.worker != worker || entry.strategy != strategy.to_string() {
             continue;
         }
-        let factory = worker_factory(worker).expect("checked");
-        let scenario = Rc::new(scenario.clone());
-        let spec = RunSpec::new(scenario, worker, factory, Feed::Seed(entry.seed), strategy);
-        let report = run(&spec.calibrated());
+        let mut runner = runner_of(scenario.as_ref(), worker, strategy);
+        runner.calibrate();
+        let report = runner.run(Feed::Seed(entry.seed), false, false);
         out.push(Regression {
             entry: entry.clone(),
             still_fails: report.failed(),
-            sentence: report.outcome.sentence(),
+            sentence: report.sentence(),
         });
     }
     out
@@ -382,7 +437,7 @@ fn replay_regressions(
 
 fn db_entries(
     summaries: &[ScenarioSummary],
-    scenarios: &[Scenario],
+    scenarios: &[Arc<dyn AnyScenario>],
     worker: &str,
     strategy: Strategy,
 ) -> Vec<Entry> {
@@ -395,13 +450,13 @@ fn db_entries(
                 .iter()
                 .filter(|f| !f.expected)
                 .map(move |f| Entry {
-                    scenario: scenario_ref(scenario),
+                    scenario: scenario_ref(scenario.as_ref()),
                     worker: worker.to_string(),
                     strategy: strategy.to_string(),
                     seed: f.seed,
                     outcome: f.label.clone(),
                     sentence: f.sentence.clone(),
-                    checkers: Some(leasesim::runner::checker_set(scenario)),
+                    checkers: Some(scenario.checker_set()),
                 })
         })
         .collect()
@@ -409,7 +464,7 @@ fn db_entries(
 
 fn run_one_campaign(campaign: &ScenarioCampaign, interactive: bool) -> ScenarioSummary {
     let progress = std::sync::Arc::new(Progress::default());
-    let name = campaign.scenario.name.clone();
+    let name = campaign.scenario.name().to_string();
     let bar = interactive.then(|| {
         let length = match campaign.plan {
             SeedPlan::Count { count, .. } => leasesim::fuzz::shard_len(count, campaign.shard),
@@ -452,7 +507,7 @@ fn report_findings(
     regressions: &[Regression],
     worker: &str,
     strategy: Strategy,
-    scenarios: &[Scenario],
+    scenarios: &[Arc<dyn AnyScenario>],
     json: bool,
 ) {
     if json {
@@ -482,14 +537,14 @@ fn report_findings(
     }
     for (summary, scenario) in summaries.iter().zip(scenarios) {
         for finding in summary.findings.iter().filter(|f| !f.expected) {
-            print_finding(scenario, finding, worker, strategy);
+            print_finding(scenario.as_ref(), finding, worker, strategy);
         }
     }
-    println!("{}", report::table(summaries));
-    println!("{}", report::coverage_lines(summaries));
+    println!("{}", report::table(summaries, scenarios));
+    println!("{}", report::coverage_lines(summaries, scenarios));
 }
 
-fn print_finding(scenario: &Scenario, finding: &Finding, worker: &str, strategy: Strategy) {
+fn print_finding(scenario: &dyn AnyScenario, finding: &Finding, worker: &str, strategy: Strategy) {
     let reference = scenario_ref(scenario);
     println!(
         "FAIL {} seed {}: {}: {}",
@@ -510,19 +565,19 @@ struct ReplaySource {
     given: Option<usize>,
     /// The PCT step estimate the file was recorded with.
     pct_steps: Option<u64>,
-    scenario: Scenario,
+    scenario: Arc<dyn AnyScenario>,
     overrides: Vec<String>,
 }
 
 fn replay_source(
     args: &ReplayArgs,
-    base: Scenario,
+    base: Arc<dyn AnyScenario>,
     worker: &str,
 ) -> Result<ReplaySource, UsageError> {
     match (&args.choices, args.seed) {
         (Some(path), _) => {
             let file = choices::read(path)?;
-            warn_on_mismatch(path, &file, &base, worker, args.target.strategy);
+            warn_on_mismatch(path, &file, base.as_ref(), worker, args.target.strategy);
             // The scenario changes a shrink made are part of the counterexample.
             let scenario = file.apply(&base)?;
             Ok(ReplaySource {
@@ -547,50 +602,37 @@ fn replay_source(
 }
 
 fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
-    let base = single_scenario(&args.target.scenario)?;
-    let worker = check_worker(&args.target.worker)?;
-    let source = replay_source(&args, base, worker)?;
+    let base = single_scenario(&args.target)?;
+    let worker = args.target.worker.clone();
+    let source = replay_source(&args, base, &worker)?;
     let given = source.given;
-    let factory = worker_factory(worker)?;
-    let strategy = args.target.strategy;
-    let spec = RunSpec {
-        keep_events: true,
-        record_choices: given.is_some(),
-        pct_steps: source.pct_steps,
-        ..RunSpec::new(
-            Rc::new(source.scenario),
-            worker,
-            factory,
-            source.feed,
-            strategy,
-        )
-    }
-    .calibrated();
+    let mut runner = runner_of(source.scenario.as_ref(), &worker, args.target.strategy);
+    runner.set_pct_steps(source.pct_steps);
+    runner.calibrate();
     let head = TraceHeader {
         overrides: source.overrides,
-        ..TraceHeader::of(&spec, source.text)
+        ..runner.header(source.text)
     };
-    let report = run(&spec);
+    let report = runner.run(source.feed, true, given.is_some());
     if let Some(given) = given
-        && report.choices.len() > given
+        && report.choices().len() > given
     {
         eprintln!(
             "note: the run drew {} choices and the file holds {given}; the rest were taken as 0 \
              (the simplest)",
-            report.choices.len()
+            report.choices().len()
         );
     }
     if let Some(path) = &args.html {
-        let html = leasesim::timeline::render(&head, &report, spec.scenario.replicas);
-        std::fs::write(path, html).map_err(|err| UsageError::File {
+        std::fs::write(path, report.html(&head)).map_err(|err| UsageError::File {
             path: path.display().to_string(),
             why: format!("cannot write the timeline: {err}"),
         })?;
     }
     let mut stdout = std::io::stdout().lock();
     let text = match args.format {
-        Format::Text => trace::render(&head, &report),
-        Format::Json => trace::render_json(&report),
+        Format::Text => report.trace(&head),
+        Format::Json => report.json(),
     };
     let _ = stdout.write_all(text.as_bytes());
     Ok(i32::from(report.failed()))
@@ -617,7 +659,7 @@ fn recorded_pct_steps(path: &str, file: &choices::ChoiceFile) -> Result<Option<u
 fn warn_on_mismatch(
     path: &str,
     file: &choices::ChoiceFile,
-    scenario: &Scenario,
+    scenario: &dyn AnyScenario,
     worker: &str,
     strategy: Strategy,
 ) {
@@ -657,9 +699,9 @@ fn prepare_output(path: &std::path::Path, what: &str) -> Result<(), UsageError> 
 fn save_shrunk(
     out: &std::path::Path,
     header: &[String],
-    shrunk: &Shrunk,
+    shrunk: &ShrunkRun,
 ) -> Result<(), UsageError> {
-    let text = choices::render(header, &shrunk.overrides, &shrunk.report.choices);
+    let text = choices::render(header, &shrunk.overrides, shrunk.report.choices());
     // The directory exists: prepare_output made it.
     std::fs::write(out, text).map_err(|err| UsageError::File {
         path: out.display().to_string(),
@@ -668,31 +710,21 @@ fn save_shrunk(
 }
 
 fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
-    let scenario = single_scenario(&args.target.scenario)?;
-    let worker = check_worker(&args.target.worker)?;
-    let reference = scenario_ref(&scenario);
-    let factory = worker_factory(worker)?;
-    let feed = Feed::Seed(args.seed);
-    let spec = RunSpec {
-        record_choices: true,
-        ..RunSpec::new(
-            Rc::new(scenario.clone()),
-            worker,
-            factory,
-            feed,
-            args.target.strategy,
-        )
-    }
-    .calibrated();
+    let scenario = single_scenario(&args.target)?;
+    let worker = args.target.worker.clone();
+    let reference = scenario_ref(scenario.as_ref());
+    let mut runner = runner_of(scenario.as_ref(), &worker, args.target.strategy);
+    runner.calibrate();
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!(
             ".leasesim/shrunk/{}-{worker}-{}.choices",
-            scenario.name, args.seed
+            scenario.name(),
+            args.seed
         ))
     });
     prepare_output(&out, "the shrunk choices")?;
     let started = Instant::now();
-    let Some(shrunk) = shrink(&spec, args.budget) else {
+    let Some(shrunk) = runner.shrink(Feed::Seed(args.seed), args.budget) else {
         println!(
             "seed {} of {reference} passes with worker {worker}: nothing to shrink",
             args.seed
@@ -703,24 +735,26 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     let feed = format!("choices {} (shrunk from seed {})", out.display(), args.seed);
     let head = TraceHeader {
         overrides: shrunk.overrides.lines(),
-        ..TraceHeader::of(&spec, feed)
+        ..runner.header(feed)
     };
-    print!("{}", trace::render(&head, &shrunk.report));
+    print!("{}", shrunk.report.trace(&head));
     let mut header = vec![
         format!("scenario: {reference}"),
         format!("worker: {worker}"),
         format!("strategy: {}", args.target.strategy),
         format!("shrunk from seed {}", args.seed),
         format!("checkers: {}", head.checkers),
-        format!("verdict: {}", trace::verdict_line(&shrunk.report.outcome)),
+        format!("verdict: {}", shrunk.report.verdict_line()),
     ];
-    if let Some(steps) = spec.pct_steps {
+    if let Some(steps) = runner.pct_steps() {
         header.push(format!("pct-steps: {steps}"));
     }
     save_shrunk(&out, &header, &shrunk)?;
     println!(
         "shrunk: {} events -> {} events in {elapsed:.2} s ({} candidate runs)",
-        shrunk.original_events, shrunk.report.stats.events, shrunk.candidates
+        shrunk.original_events,
+        shrunk.report.stats().events,
+        shrunk.candidates
     );
     if !shrunk.overrides.is_empty() {
         println!(

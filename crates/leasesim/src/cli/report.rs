@@ -1,15 +1,15 @@
-//! Campaign summaries: the table, coverage lines, JSON and JUnit.
+//! Campaign summaries: the table, coverage lines, JSON and JUnit; and `list`.
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
-use leasesim::Scenario;
 use leasesim::Strategy;
+use leasesim::catalog::{self, replay_line, scenario_ref};
 use leasesim::error::UsageError;
 use leasesim::fuzz::ScenarioSummary;
-use leasesim_check::{CoverageTally, Situation};
-
-use leasesim::catalog::{replay_line, scenario_ref};
+use leasesim::systems::{AnyScenario, AnySystem, SYSTEMS};
+use leasesim_invariants::CoverageTally;
 
 use super::Regression;
 
@@ -24,8 +24,74 @@ fn join_counts(counts: &std::collections::BTreeMap<String, u64>) -> String {
         .join(" ")
 }
 
+/// One system's `list` section: its scenarios, workers, invariants and situations.
+pub fn list_system(system: &dyn AnySystem) -> Result<(), UsageError> {
+    let name = system.name();
+    println!("\n{name} scenarios:");
+    for scenario in catalog::resolve_in("all", Some(name))? {
+        println!("  {:<24} {}", scenario.name(), scenario.description());
+    }
+    println!("\n{name} workers:");
+    for worker in system.workers() {
+        let caught = match worker.caught_by.is_empty() {
+            true => String::new(),
+            false => format!(" [caught by {}]", worker.caught_by.join(", ")),
+        };
+        println!("  {:<24} {}{caught}", worker.name, worker.defect);
+    }
+    println!("\n{name} invariants:");
+    for (invariant, holds_when) in system.invariants() {
+        println!("  {invariant:<24} {holds_when}");
+    }
+    println!("\n{name} situations (\"sometimes\" coverage):");
+    for (situation, describe) in system.situations() {
+        println!("  {situation:<24} {describe}");
+    }
+    Ok(())
+}
+
+/// `list --json`: `{"systems": [{"name", "description", "scenarios": [names], "workers":
+/// [{"name", "defect", "caught_by": [invariants]}], "invariants": [names], "situations":
+/// [names]}]}`.
+pub fn list_json(systems: &[&'static dyn AnySystem]) -> Result<String, UsageError> {
+    let mut values = Vec::new();
+    for system in systems {
+        let scenarios: Vec<String> = catalog::resolve_in("all", Some(system.name()))?
+            .iter()
+            .map(|s| s.name().to_string())
+            .collect();
+        let workers: Vec<serde_json::Value> = system
+            .workers()
+            .iter()
+            .map(|w| serde_json::json!({"name": w.name, "defect": w.defect, "caught_by": w.caught_by}))
+            .collect();
+        let names = |pairs: Vec<(&'static str, &'static str)>| -> Vec<&'static str> {
+            pairs.into_iter().map(|(name, _)| name).collect()
+        };
+        values.push(serde_json::json!({
+            "name": system.name(),
+            "description": system.description(),
+            "scenarios": scenarios,
+            "workers": workers,
+            "invariants": names(system.invariants()),
+            "situations": names(system.situations()),
+        }));
+    }
+    let document = serde_json::json!({ "systems": values });
+    Ok(serde_json::to_string_pretty(&document).expect("JSON values serialise"))
+}
+
+/// `(situations reached, situations)` of a summary, out of its system's list.
+fn reached(summary: &ScenarioSummary, scenario: &dyn AnyScenario) -> (usize, usize) {
+    let all = scenario.system().situations().len();
+    let reached = (0..all)
+        .filter(|&i| summary.coverage.count_at(i) > 0)
+        .count();
+    (reached, all)
+}
+
 /// One row per scenario: seeds, failing seeds by outcome, expected violations, coverage.
-pub fn table(summaries: &[ScenarioSummary]) -> String {
+pub fn table(summaries: &[ScenarioSummary], scenarios: &[Arc<dyn AnyScenario>]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -39,11 +105,8 @@ pub fn table(summaries: &[ScenarioSummary]) -> String {
         "seeds/s"
     );
     let mut total = (0u64, 0u64);
-    for summary in summaries {
-        let reached = Situation::ALL
-            .iter()
-            .filter(|&&s| summary.coverage.count(s) > 0)
-            .count();
+    for (summary, scenario) in summaries.iter().zip(scenarios) {
+        let (reached, all) = reached(summary, scenario.as_ref());
         let _ = writeln!(
             out,
             "{:<24} {:>9} {:>8}  {:<34} {:<24} {:>8} {:>9.0}",
@@ -52,7 +115,7 @@ pub fn table(summaries: &[ScenarioSummary]) -> String {
             summary.failed_seeds(),
             join_counts(&summary.failures),
             join_counts(&summary.expected),
-            format!("{reached}/{}", Situation::ALL.len()),
+            format!("{reached}/{all}"),
             summary.seeds_per_s()
         );
         total.0 += summary.seeds;
@@ -62,30 +125,50 @@ pub fn table(summaries: &[ScenarioSummary]) -> String {
     out
 }
 
-/// How often each "sometimes" situation was reached over the whole campaign; gaps flagged.
-pub fn coverage_lines(summaries: &[ScenarioSummary]) -> String {
-    let mut tally = CoverageTally::new();
-    for summary in summaries {
-        tally.merge(&summary.coverage);
+/// How often each "sometimes" situation was reached over the whole campaign, system by
+/// system; gaps flagged.
+pub fn coverage_lines(summaries: &[ScenarioSummary], scenarios: &[Arc<dyn AnyScenario>]) -> String {
+    let mut out = String::new();
+    for system in SYSTEMS {
+        let mut tally = CoverageTally::new();
+        let mut ran = false;
+        for (summary, scenario) in summaries.iter().zip(scenarios) {
+            if scenario.system().name() == system.name() {
+                tally.merge(&summary.coverage);
+                ran = true;
+            }
+        }
+        if ran {
+            coverage_of(&mut out, *system, &tally);
+        }
     }
-    let mut out = String::from("\nsometimes-coverage (runs that reached each situation):\n");
-    for situation in Situation::ALL {
-        let count = tally.count(situation);
-        let flag = if count == 0 {
-            "  <- never reached: coverage gap"
-        } else {
-            ""
+    out.trim_end().to_string()
+}
+
+fn coverage_of(out: &mut String, system: &dyn AnySystem, tally: &CoverageTally) {
+    let _ = writeln!(
+        out,
+        "\nsometimes-coverage of {} (runs that reached each situation):",
+        system.name()
+    );
+    let mut gaps = Vec::new();
+    for (index, (situation, _)) in system.situations().into_iter().enumerate() {
+        let count = tally.count_at(index);
+        let flag = match count {
+            0 => "  <- never reached: coverage gap",
+            _ => "",
         };
-        let _ = writeln!(out, "  {:<28} {:>9}{flag}", situation.name(), count);
+        if count == 0 {
+            gaps.push(situation);
+        }
+        let _ = writeln!(out, "  {situation:<28} {count:>9}{flag}");
     }
-    let gaps = tally.gaps();
-    if gaps.is_empty() {
-        out.push_str("every situation was reached");
-    } else {
-        let names: Vec<&str> = gaps.iter().map(|s| s.name()).collect();
-        let _ = write!(out, "coverage gaps: {}", names.join(", "));
+    match gaps.is_empty() {
+        true => out.push_str("every situation was reached\n"),
+        false => {
+            let _ = writeln!(out, "coverage gaps: {}", gaps.join(", "));
+        }
     }
-    out
 }
 
 /// PCT change points applied and drawn over the whole campaign.
@@ -99,7 +182,7 @@ pub fn pct_totals(summaries: &[ScenarioSummary]) -> (u64, u64) {
 pub fn json_summary(
     summaries: &[ScenarioSummary],
     regressions: &[Regression],
-    scenarios: &[Scenario],
+    scenarios: &[Arc<dyn AnyScenario>],
     worker: &str,
     strategy: Strategy,
 ) -> String {
@@ -107,12 +190,16 @@ pub fn json_summary(
         .iter()
         .zip(scenarios)
         .map(|(s, scenario)| {
-            let coverage: serde_json::Map<String, serde_json::Value> = Situation::ALL
+            let coverage: serde_json::Map<String, serde_json::Value> = scenario
+                .system()
+                .situations()
                 .iter()
-                .map(|&sit| (sit.name().to_string(), s.coverage.count(sit).into()))
+                .enumerate()
+                .map(|(i, (name, _))| (name.to_string(), s.coverage.count_at(i).into()))
                 .collect();
             serde_json::json!({
                 "scenario": s.scenario,
+                "system": scenario.system().name(),
                 "seeds": s.seeds,
                 "failing": s.failed_seeds(),
                 "failures": s.failures,
@@ -120,7 +207,7 @@ pub fn json_summary(
                 "coverage": coverage,
                 "events": s.events,
                 "seeds_per_s": s.seeds_per_s(),
-                "checkers": leasesim::runner::checker_set(scenario),
+                "checkers": scenario.checker_set(),
                 "pct_steps_estimate": s.pct_steps,
                 "pct_change_points": {"applied": s.pct_applied, "drawn": s.pct_drawn},
             })
@@ -130,7 +217,7 @@ pub fn json_summary(
         .iter()
         .zip(scenarios)
         .flat_map(|(s, scenario)| {
-            let reference = scenario_ref(scenario);
+            let reference = scenario_ref(scenario.as_ref());
             s.findings.iter().map(move |f| {
                 serde_json::json!({
                     "scenario": reference,

@@ -1,0 +1,99 @@
+//! leasesim-invariants: the plumbing every system's invariant checkers run on.
+//!
+//! Terminology:
+//! - *checker*: reads the events of one run in order, one at a time, and reports an event that
+//!   breaks its invariant as a [`Violation`]. Every checker keeps its own state and derives
+//!   everything from the events; none trusts another. A system implements [`Checker`] for
+//!   each of its invariants (usually behind one enum, for static dispatch).
+//! - *invariant*: a named property of a system ([`InvariantName`]); *situation*: a named
+//!   "sometimes" moment a campaign must reach at least once ([`SituationName`]).
+//! - *set*: the checkers of one run behind one observer ([`CheckerSet`]): the first violation
+//!   wins and halts the run.
+//! - *coverage*: the situations one run reached ([`Coverage`], a bitset per run), summed over
+//!   a campaign in a [`CoverageTally`] whose *gaps* are the situations no run reached.
+//!
+//! This crate depends on the event types only, never on the executor: checkers judge any
+//! event stream, simulated or recorded from a real run.
+
+mod coverage;
+mod set;
+mod track;
+mod violation;
+
+pub use coverage::{Coverage, CoverageTally, SituationSet};
+pub use set::CheckerSet;
+pub use track::{CallBook, PerReplica, Ring, replica_of};
+pub use violation::{At, MAX_CONTEXT, Violation};
+
+use std::fmt::Debug;
+
+use leasesim_events::{Event, EventKind, Stamped, Vocabulary};
+
+/// The invariants of one system: a closed set of names.
+pub trait InvariantName: Copy + Eq + Ord + Debug + Send + Sync + 'static {
+    /// Every invariant, in the system's order (also the order checkers see an event in).
+    const ALL: &'static [Self];
+
+    /// Its kebab-case name (`stale-token-delete`): what reports, scenarios and the CLI use.
+    fn name(self) -> &'static str;
+
+    /// One line: what a run that keeps this invariant guarantees.
+    fn holds_when(self) -> &'static str;
+
+    /// The invariant with this name, if any.
+    fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|i| i.name() == name)
+    }
+
+    /// Is this the system's liveness property (things that must happen once faults heal)?
+    /// Its violations are reported as liveness failures, not safety violations.
+    fn is_liveness(self) -> bool {
+        false
+    }
+}
+
+/// The "sometimes" situations of one system (at most 64).
+pub trait SituationName: Copy + Eq + Ord + Debug + Send + Sync + 'static {
+    /// Every situation, in declaration order.
+    const ALL: &'static [Self];
+
+    /// Its kebab-case name (`stop-during-delete`).
+    fn name(self) -> &'static str;
+
+    /// One line: what happened when a run reaches it.
+    fn describe(self) -> &'static str;
+
+    /// Its position in [`SituationName::ALL`] (below 64).
+    fn index(self) -> usize;
+
+    /// The situation with this name, if any.
+    fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|s| s.name() == name)
+    }
+}
+
+/// A system whose runs are judged: its vocabulary, its invariants and its situations.
+pub trait Judged: Vocabulary {
+    type Invariant: InvariantName;
+    type Situation: SituationName;
+}
+
+/// One invariant's online check over the events of a run.
+pub trait Checker<V: Judged> {
+    /// The invariant this checker enforces.
+    fn invariant(&self) -> V::Invariant;
+
+    /// Does this checker read events of this kind? A [`CheckerSet`] never feeds it the
+    /// others. The answer must depend on the kind's interest bit only
+    /// ([`EventKind::bit`]): a set asks once per bit. The default reads everything.
+    fn wants(&self, kind: &EventKind<V>) -> bool {
+        let _ = kind;
+        true
+    }
+
+    /// Reads the next event; returns a violation when this event breaks the invariant.
+    fn on_event(&mut self, event: &Stamped<Event<V>>) -> Option<Violation<V>>;
+
+    /// Called once after the last event (end of run, virtual time `end_ms`).
+    fn finish(&mut self, end_ms: u64) -> Option<Violation<V>>;
+}

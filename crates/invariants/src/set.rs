@@ -1,0 +1,122 @@
+//! All the checkers of a run behind one observer.
+//!
+//! Terminology:
+//! - *set*: the checkers of the chosen invariants, each with its own state, fed every event in
+//!   the system's order of invariants.
+//! - *verdict*: the first violation any checker reports; the set keeps only that one and asks
+//!   the run to halt from then on.
+//! - *interests*: per checker, the interest bits of the event kinds it reads, asked once per
+//!   bit the first time such an event arrives; feeding an event then tests one bit per checker.
+
+use leasesim_events::{Event, Flow, Stamped};
+
+use crate::{Checker, Judged, Violation};
+
+/// The checkers of a run, each independent (its own state), fed every event; keeps the
+/// first violation.
+#[derive(Debug)]
+pub struct CheckerSet<V: Judged, C> {
+    checkers: Vec<C>,
+    /// Per checker, the interest bits it wants, among the bits asked so far.
+    interests: Vec<u32>,
+    /// The interest bits every checker has been asked about.
+    asked: u32,
+    violation: Option<Violation<V>>,
+    /// A violation was found (it may have been taken since): feed nothing more.
+    halted: bool,
+    finished: bool,
+}
+
+impl<V: Judged, C: Checker<V>> CheckerSet<V, C> {
+    /// A set of these checkers, fed in the system's order of their invariants (whatever the
+    /// order given), so verdicts do not depend on it. Duplicate invariants are dropped.
+    pub fn new(mut checkers: Vec<C>) -> CheckerSet<V, C> {
+        checkers.sort_by_key(|checker| checker.invariant());
+        checkers.dedup_by_key(|checker| checker.invariant());
+        let count = checkers.len();
+        CheckerSet {
+            checkers,
+            interests: vec![0; count],
+            asked: 0,
+            violation: None,
+            halted: false,
+            finished: false,
+        }
+    }
+
+    /// The invariants this set checks, in the order checkers see an event.
+    pub fn invariants(&self) -> impl Iterator<Item = V::Invariant> + '_ {
+        self.checkers.iter().map(Checker::invariant)
+    }
+
+    /// The checkers, e.g. to hand one of them extra configuration.
+    pub fn checkers_mut(&mut self) -> &mut [C] {
+        &mut self.checkers
+    }
+
+    /// Feeds one event to every checker. Records the first violation only, and returns
+    /// `Flow::Halt` from then on (without feeding the checkers any more).
+    pub fn on_event(&mut self, event: &Stamped<Event<V>>) -> Flow {
+        if self.halted {
+            return Flow::Halt;
+        }
+        let bit = event.event.kind.bit();
+        if self.asked & bit == 0 {
+            self.ask(bit, &event.event);
+        }
+        // invariant: every checker has been asked about this event's bit.
+        debug_assert!(self.asked & bit != 0 && self.interests.len() == self.checkers.len());
+        let interested = self.checkers.iter_mut().zip(&self.interests);
+        for (checker, _) in interested.filter(|(_, mask)| *mask & bit != 0) {
+            if let Some(violation) = checker.on_event(event) {
+                debug_assert_eq!(violation.invariant, checker.invariant());
+                return self.record(violation);
+            }
+        }
+        Flow::Continue
+    }
+
+    /// Asks every checker whether it reads events of `event`'s interest bit.
+    fn ask(&mut self, bit: u32, event: &Event<V>) {
+        for (checker, mask) in self.checkers.iter().zip(&mut self.interests) {
+            if checker.wants(&event.kind) {
+                *mask |= bit;
+            }
+        }
+        self.asked |= bit;
+    }
+
+    /// The end of the run at `end_ms`: runs every checker's `finish` once, unless a violation
+    /// was already found. Returns the violation, if any.
+    pub fn finish(&mut self, end_ms: u64) -> Option<&Violation<V>> {
+        if !self.halted && !self.finished {
+            self.finished = true;
+            let verdict = self
+                .checkers
+                .iter_mut()
+                .find_map(|checker| checker.finish(end_ms));
+            if let Some(violation) = verdict {
+                self.record(violation);
+            }
+        }
+        self.violation.as_ref()
+    }
+
+    /// The first violation found, if any.
+    pub fn violation(&self) -> Option<&Violation<V>> {
+        self.violation.as_ref()
+    }
+
+    /// Takes the first violation out; the set stays halted.
+    pub fn take_violation(&mut self) -> Option<Violation<V>> {
+        self.violation.take()
+    }
+
+    fn record(&mut self, violation: Violation<V>) -> Flow {
+        // invariant: only the first violation is kept, and nothing is fed after it.
+        debug_assert!(!self.halted);
+        self.violation = Some(violation);
+        self.halted = true;
+        Flow::Halt
+    }
+}

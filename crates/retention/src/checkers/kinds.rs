@@ -1,0 +1,25 @@
+//! Which events a checker reads.
+//!
+//! Terminology:
+//! - *worker side*: what a worker does and sees, plus the run's structure: terms, calls,
+//!   answers, stops, restarts, phases and the backlog check. Every checker reads these.
+//! - *service side*: what the lease service and the store did with a request (`Applied`,
+//!   `Rejected`): only the checkers of applied effects read these.
+//! - Everything else (clock reads, timers, faults, revocations) is read only by the checkers
+//!   that name it.
+//!
+//! Each is a mask of interest bits (`EventKind::bit`), so a checker set asks once per bit.
+
+use leasesim_events::mask;
+
+use crate::events::{EventKind, notes};
+
+/// Terms, calls, answers, stops, restarts, phases, backlog.
+pub(crate) fn worker_side(kind: &EventKind) -> bool {
+    kind.bit() & (mask::WORKER_SIDE | notes::STRUCTURE) != 0
+}
+
+/// The service acting on a request.
+pub(crate) fn service_side(kind: &EventKind) -> bool {
+    kind.bit() & mask::SERVICE_SIDE != 0
+}

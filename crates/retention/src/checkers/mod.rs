@@ -1,0 +1,379 @@
+//! The retention system's invariants as online checkers, and its "sometimes" situations.
+//!
+//! Terminology:
+//! - *checker*: reads the events of one run in order and reports an event that breaks its
+//!   invariant as a [`Violation`]. Every checker keeps its own state and derives everything
+//!   from the events; none trusts another.
+//! - *term*: the span of one replica between `TermStarted` and `TermEnded` (one `run()`).
+//! - *in flight*: a call that was sent (`Call`) and not yet answered (`Answered`).
+//! - *received lease*: an `Answered` acquire or renew carrying `Lease(Some(..))`, for a call
+//!   the replica sent in the same term. The term's *latest token* is the highest one received.
+//! - *cutoff*: the `older_than_ms` of a term's first delete; every delete of the term must
+//!   carry it.
+//! - *incarnation*: a replica's worker from its start, or from `Restarted`, to the next
+//!   `Restarted`; stop state belongs to one incarnation.
+//! - *situation*: something interesting a run may reach ([`Situation`], [`Coverage`]).
+//!
+//! The checkers run on every event of every fuzz run: per-replica state lives in `Vec`s
+//! indexed by replica, small collections are `Vec`s that keep their capacity, and a
+//! [`Violation`] (the only thing that allocates per report) is built only when one is found.
+//!
+//! ## Contract audit
+//!
+//! [`audit`] maps every sentence of the contract's section 1 to the invariant that catches
+//! it, or to the test that covers it where no run can show it.
+
+mod cap;
+mod coverage;
+mod cutoff;
+mod deletion;
+mod flow;
+mod invariant;
+mod kinds;
+mod liveness;
+mod release;
+mod renewal;
+mod stop;
+#[cfg(test)]
+mod testkit;
+mod tokens;
+mod track;
+mod words;
+
+/// The contract audit: each sentence of the contract's section 1, and what catches it.
+#[doc = include_str!("AUDIT.md")]
+pub mod audit {}
+
+pub use coverage::{Coverage, Situation, SituationSet};
+pub use invariant::Invariant;
+pub use leasesim_invariants::Checker;
+
+use cap::{BatchLimit, FullBatch, TermCap};
+use cutoff::{FixedCutoff, NoEligibleMiss};
+use deletion::{DeleteErrorEnds, NoEarlyStop, ShortBatchEnds, TermReport};
+use flow::{AcquireFirst, RefusedAcquireEnds, ReleaseLast};
+use liveness::Liveness;
+use release::{ReleaseAfterOwnership, ReleaseLatest, ReleaseOnExit};
+use renewal::{RenewLatest, RenewalPause, RenewalStops, SerialRenewal};
+use stop::{StopJoins, StopQuiesces};
+use tokens::{LatestToken, NoDeleteAfterLoss, StaleTokenDelete};
+
+use crate::Retention;
+use crate::events::{Event, EventKind, ReplicaId, Stamped};
+
+/// A violation of one of the retention system's invariants.
+pub type Violation = leasesim_invariants::Violation<Retention>;
+
+/// The checkers of one retention run behind one observer.
+pub type CheckerSet = leasesim_invariants::CheckerSet<Retention, AnyChecker>;
+
+/// The limits the checked worker was configured with, and the bounds of the scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckConfig {
+    /// The most rows one delete may ask for (the contract's default is 200).
+    pub batch_rows: u32,
+    /// The most rows one term may delete (the contract's default is 1,000).
+    pub cap_rows: u32,
+    /// How old a row must be to be deleted: `cutoff = clock read - retention`.
+    pub retention_ms: u64,
+    /// Once faults heal, how long a term may stay open: from its start, or from the healing
+    /// for a term that was already open then.
+    pub term_bound_ms: u64,
+}
+
+/// How a run's workers keep time, for `renewal-pause`: the renewal interval they were
+/// configured with and each replica's clock drift. Kept apart from [`CheckConfig`] (a run
+/// hands it to [`CheckerSet::with_clocks`]); without it `renewal-pause` checks only that a
+/// pause was started before each renewal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClockConfig {
+    /// The pause before each renewal, on the worker's own clock.
+    pub renew_every_ms: u64,
+    /// Each replica's clock drift in parts per million, by replica index (missing: none).
+    pub drift_ppm: Vec<i64>,
+}
+
+impl ClockConfig {
+    /// Virtual ms a sleep of `local_ms` on `replica`'s clock lasts at least: the clock
+    /// advances `1 + drift` times as fast as virtual time (rounded up, as the world sleeps).
+    pub fn virtual_span_ms(&self, replica: ReplicaId, local_ms: u64) -> u64 {
+        let drift_ppm = self.drift_ppm.get(replica.index()).copied().unwrap_or(0);
+        let rate = u128::try_from(1_000_000 + drift_ppm).unwrap_or(1).max(1);
+        let span_ms = (u128::from(local_ms) * 1_000_000).div_ceil(rate);
+        u64::try_from(span_ms).unwrap_or(u64::MAX)
+    }
+}
+
+/// Declares `AnyChecker`, one variant per invariant, and its construction and dispatch.
+macro_rules! any_checker {
+    ($($variant:ident => $make:expr),* $(,)?) => {
+        /// One checker of the retention system, of any of its invariants (static dispatch).
+        #[derive(Debug)]
+        pub enum AnyChecker {
+            $($variant($variant),)*
+        }
+
+        impl AnyChecker {
+            /// A fresh checker of `invariant`.
+            pub fn new(invariant: Invariant, config: &CheckConfig) -> AnyChecker {
+                match invariant {
+                    $(Invariant::$variant => {
+                        let make: fn(&CheckConfig) -> $variant = $make;
+                        AnyChecker::$variant(make(config))
+                    })*
+                }
+            }
+
+            fn boxed(self) -> Box<dyn Checker<Retention>> {
+                match self {
+                    $(AnyChecker::$variant(checker) => Box::new(checker),)*
+                }
+            }
+        }
+
+        impl Checker<Retention> for AnyChecker {
+            fn invariant(&self) -> Invariant {
+                match self {
+                    $(AnyChecker::$variant(checker) => checker.invariant(),)*
+                }
+            }
+
+            fn wants(&self, kind: &EventKind) -> bool {
+                match self {
+                    $(AnyChecker::$variant(checker) => checker.wants(kind),)*
+                }
+            }
+
+            fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+                match self {
+                    $(AnyChecker::$variant(checker) => checker.on_event(event),)*
+                }
+            }
+
+            fn finish(&mut self, end_ms: u64) -> Option<Violation> {
+                match self {
+                    $(AnyChecker::$variant(checker) => checker.finish(end_ms),)*
+                }
+            }
+        }
+    };
+}
+
+any_checker! {
+    StaleTokenDelete => |_| StaleTokenDelete::new(),
+    LatestToken => |_| LatestToken::new(),
+    NoDeleteAfterLoss => |_| NoDeleteAfterLoss::new(),
+    SerialRenewal => |_| SerialRenewal::new(),
+    FixedCutoff => FixedCutoff::new,
+    BatchLimit => BatchLimit::new,
+    TermCap => TermCap::new,
+    ReleaseLatest => |_| ReleaseLatest::new(),
+    ReleaseAfterOwnership => |_| ReleaseAfterOwnership::new(),
+    ReleaseOnExit => |_| ReleaseOnExit::new(),
+    RenewalStops => |_| RenewalStops::new(),
+    StopQuiesces => |_| StopQuiesces::new(),
+    StopJoins => |_| StopJoins::new(),
+    NoEligibleMiss => |_| NoEligibleMiss::new(),
+    Liveness => Liveness::new,
+    RenewLatest => |_| RenewLatest::new(),
+    RenewalPause => |_| RenewalPause::new(),
+    AcquireFirst => |_| AcquireFirst::new(),
+    RefusedAcquireEnds => |_| RefusedAcquireEnds::new(),
+    FullBatch => FullBatch::new,
+    ShortBatchEnds => |_| ShortBatchEnds::short_batch(),
+    DeleteErrorEnds => |_| DeleteErrorEnds::delete_error(),
+    NoEarlyStop => NoEarlyStop::new,
+    ReleaseLast => |_| ReleaseLast::new(),
+    TermReport => TermReport::new,
+}
+
+impl AnyChecker {
+    /// Gives `renewal-pause` the run's renewal interval and clocks (other checkers ignore
+    /// them), so it also checks each pause's length.
+    pub fn set_clocks(&mut self, clocks: &ClockConfig) {
+        if let AnyChecker::RenewalPause(pause) = self {
+            pause.set_clocks(clocks.clone());
+        }
+    }
+}
+
+/// A fresh checker of one invariant, on its own.
+pub fn checker_for(invariant: Invariant, config: &CheckConfig) -> Box<dyn Checker<Retention>> {
+    AnyChecker::new(invariant, config).boxed()
+}
+
+/// The checkers of the given invariants (duplicates ignored), fed in the system's order.
+/// `clocks` gives `renewal-pause` the run's renewal interval and drifts, so it also checks
+/// each pause's length.
+pub fn checker_set(
+    config: &CheckConfig,
+    invariants: &[Invariant],
+    clocks: Option<&ClockConfig>,
+) -> CheckerSet {
+    let mut set = CheckerSet::new(
+        invariants
+            .iter()
+            .map(|&invariant| AnyChecker::new(invariant, config))
+            .collect(),
+    );
+    if let Some(clocks) = clocks {
+        set.checkers_mut()
+            .iter_mut()
+            .for_each(|checker| checker.set_clocks(clocks));
+    }
+    set
+}
+
+/// Checkers of every invariant, with no clock configuration.
+pub fn all_checkers(config: &CheckConfig) -> CheckerSet {
+    checker_set(config, &Invariant::ALL, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::events::{Answer, EndKind, Flow, OpKind, Request};
+
+    use super::*;
+    use testkit::{R1, R2, Script, config, lease, run};
+
+    /// Feeds every event of the script, whatever the flow.
+    fn feed(set: &mut CheckerSet, script: &Script) {
+        for event in &script.events {
+            set.on_event(event);
+        }
+    }
+
+    /// Two violations: a delete with a superseded token and a limit above the batch size
+    /// (event `first`), then an overlapping renewal (event `second`).
+    fn two_violations() -> (Script, u64, u64) {
+        let mut script = Script::new();
+        script.at(1000).start(R1, 1);
+        script.acquire(R1, 1);
+        script.clock(R1, 1000);
+        script.on(R1, EventKind::TimerSet { duration_ms: 1000 });
+        script.renew(R1, 1, 2);
+        script.send(
+            R1,
+            Request::Delete {
+                older_than_ms: 0,
+                limit: 250,
+                token: 1,
+            },
+        );
+        let first = script.last_seq();
+        script.send(R1, Request::Renew { lease: lease(2) });
+        script.send(R1, Request::Renew { lease: lease(2) });
+        let second = script.last_seq();
+        (script, first, second)
+    }
+
+    fn stop_during_acquire() -> Script {
+        let mut script = Script::new();
+        script.at(100).start(R2, 1);
+        let call = script.send(R2, Request::Acquire);
+        script.on(R2, EventKind::StopCalled);
+        script.answer(R2, call, OpKind::Acquire, Answer::Lease(Some(lease(1))));
+        script.release(R2, 1);
+        script.end(R2, 1, EndKind::Stopped, 0);
+        script.on(R2, EventKind::StopResolved);
+        script
+    }
+
+    #[test]
+    fn a_correct_run_raises_nothing_in_any_checker() {
+        for script in [Script::correct_run(), stop_during_acquire()] {
+            for invariant in Invariant::ALL {
+                let mut checker = checker_for(invariant, &config());
+                assert_eq!(checker.invariant(), invariant);
+                assert_eq!(run(checker.as_mut(), &script), None, "{invariant}");
+            }
+            let mut set = all_checkers(&config());
+            for event in &script.events {
+                assert_eq!(set.on_event(event), Flow::Continue);
+            }
+            assert_eq!(set.finish(10_000_000), None);
+        }
+    }
+
+    #[test]
+    fn the_set_keeps_the_first_violation_and_halts_from_then_on() {
+        let (script, first, second) = two_violations();
+        let mut set = all_checkers(&config());
+        assert_eq!(set.invariants().count(), Invariant::COUNT);
+        for event in &script.events {
+            let expected = if event.seq < first {
+                Flow::Continue
+            } else {
+                Flow::Halt
+            };
+            assert_eq!(set.on_event(event), expected, "event #{}", event.seq);
+        }
+        let violation = set.violation().expect("a violation").clone();
+        assert_eq!(violation.invariant, Invariant::LatestToken);
+        assert_eq!(violation.event.seq, first);
+        assert_eq!(set.finish(99_000), Some(&violation));
+        assert_eq!(set.take_violation(), Some(violation));
+        assert_eq!(set.violation(), None);
+        assert_eq!(set.on_event(&script.events[0]), Flow::Halt);
+        assert_eq!(set.finish(99_000), None);
+        let mut serial = checker_set(&config(), &[Invariant::SerialRenewal], None);
+        feed(&mut serial, &script);
+        assert_eq!(
+            serial.violation().map(|v| (v.invariant, v.event.seq)),
+            Some((Invariant::SerialRenewal, second))
+        );
+    }
+
+    #[test]
+    fn checkers_see_an_event_in_the_contracts_order_whatever_the_order_given() {
+        let (script, first, _) = two_violations();
+        for chosen in [
+            &[Invariant::BatchLimit, Invariant::LatestToken][..],
+            &[
+                Invariant::LatestToken,
+                Invariant::BatchLimit,
+                Invariant::BatchLimit,
+            ],
+        ] {
+            let mut set = checker_set(&config(), chosen, None);
+            assert_eq!(
+                set.invariants().collect::<Vec<_>>(),
+                [Invariant::LatestToken, Invariant::BatchLimit]
+            );
+            feed(&mut set, &script);
+            assert_eq!(
+                set.violation().map(|v| v.invariant),
+                Some(Invariant::LatestToken)
+            );
+        }
+        let mut set = checker_set(&config(), &[Invariant::BatchLimit], None);
+        feed(&mut set, &script);
+        let violation = set.take_violation().expect("a violation");
+        assert_eq!(
+            (violation.invariant, violation.event.seq),
+            (Invariant::BatchLimit, first)
+        );
+    }
+
+    #[test]
+    fn finish_reports_what_only_the_end_of_the_run_shows() {
+        let mut script = Script::new();
+        script.at(100).on(R1, EventKind::StopCalled);
+        let mut set = all_checkers(&config());
+        script
+            .events
+            .iter()
+            .for_each(|event| assert_eq!(set.on_event(event), Flow::Continue));
+        let violation = set.finish(5000).expect("a violation");
+        assert_eq!(
+            (violation.invariant, violation.at_ms),
+            (Invariant::Liveness, 5000)
+        );
+        assert!(
+            violation
+                .to_string()
+                .starts_with("liveness at t=5000ms (event #0): r1's stop()")
+        );
+        assert_eq!(set.on_event(&script.events[0]), Flow::Halt);
+    }
+}

@@ -1,0 +1,217 @@
+//! The retention worker's ports on the simulated world, and how the world drives a worker.
+//!
+//! Terminology:
+//! - *ports*: [`SimClock`], [`SimLeases`], [`SimRecords`]: the worker's view of the world,
+//!   built on the shared [`Port`] of one replica (its clock, its gate, the network).
+//! - *worker under test*: anything with `run()` (one leadership term) and `stop()`, built from
+//!   one replica's ports: the production core (`correct`), a defective worker, or a user's own.
+//!   The world only ever calls these two.
+//! - *factory*: builds a fresh worker for a replica (at start, and when a stopped replica is
+//!   restarted in the liveness phase).
+
+use std::future::Future;
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+use leasesim_events::ReplicaId;
+use leasesim_sim::Port;
+use retention_worker::{
+    Clock, Lease, Leases, PortError, Records, RetentionWorker, RunError, TermReport, WorkerConfig,
+};
+
+use crate::Retention;
+use crate::events::{Answer, Failure, LeaseView, Request};
+
+/// Everything a retention worker is built from.
+pub struct WorkerPorts {
+    pub replica: ReplicaId,
+    /// `r1`, `r2`, ...
+    pub owner_id: String,
+    /// The configuration the run judges the worker against (swarm may draw it).
+    pub config: WorkerConfig,
+    pub clock: SimClock,
+    pub leases: SimLeases,
+    pub records: SimRecords,
+}
+
+/// A retention worker the world can drive.
+pub trait WorkerUnderTest {
+    /// One leadership term (see `retention_worker::RetentionWorker::run`).
+    fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>>;
+    /// Stops the worker; resolves once it has quiesced.
+    fn stop(&self) -> LocalBoxFuture<'_, ()>;
+}
+
+/// Builds one retention worker per replica.
+pub type WorkerFactory = leasesim_sim::WorkerFactory<Retention>;
+
+/// The production worker on simulated ports.
+pub type SimWorker = RetentionWorker<SimClock, SimLeases, SimRecords>;
+
+impl WorkerUnderTest for SimWorker {
+    fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>> {
+        Box::pin(RetentionWorker::run(self))
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        Box::pin(RetentionWorker::stop(self))
+    }
+}
+
+/// The production worker built on one replica's ports.
+pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
+    RetentionWorker::new(
+        ports.owner_id,
+        ports.config,
+        ports.clock,
+        ports.leases,
+        ports.records,
+    )
+    .expect("scenario loading validated the worker configuration")
+}
+
+/// The factory of the production worker (`correct`).
+pub fn correct_worker(ports: WorkerPorts) -> Rc<dyn WorkerUnderTest> {
+    Rc::new(correct_worker_of(ports))
+}
+
+/// The replica's clock port.
+#[derive(Clone)]
+pub struct SimClock(pub(crate) Port<Retention>);
+
+/// The replica's lease-service port.
+#[derive(Clone)]
+pub struct SimLeases(pub(crate) Port<Retention>);
+
+/// The replica's record-store port.
+#[derive(Clone)]
+pub struct SimRecords(pub(crate) Port<Retention>);
+
+macro_rules! replica_of {
+    ($($port:ident),*) => {$(
+        impl $port {
+            /// The replica this port belongs to.
+            pub fn replica(&self) -> ReplicaId {
+                self.0.replica()
+            }
+        }
+    )*};
+}
+
+replica_of!(SimClock, SimLeases, SimRecords);
+
+fn port_error(failure: Failure, token: u64) -> PortError {
+    match failure {
+        Failure::Rejected => PortError::Rejected {
+            reason: "refused by fault injection".into(),
+        },
+        Failure::Timeout => PortError::Timeout,
+        Failure::StaleToken => PortError::StaleToken { token },
+    }
+}
+
+fn view(lease: &Lease) -> LeaseView {
+    LeaseView {
+        token: lease.fencing_token,
+        expires_at_ms: lease.expires_at_ms,
+    }
+}
+
+fn lease_answer(answer: Answer, owner_id: &str) -> Result<Option<Lease>, PortError> {
+    match answer {
+        Answer::Lease(lease) => Ok(lease.map(|v| Lease {
+            owner_id: owner_id.to_string(),
+            fencing_token: v.token,
+            expires_at_ms: v.expires_at_ms,
+        })),
+        Answer::Failed(failure) => Err(port_error(failure, 0)),
+        other => unreachable!("lease call answered {other:?}"),
+    }
+}
+
+impl Clock for SimClock {
+    /// This replica's clock (skewed, drifting, jumping as the profile says); the read is an
+    /// event of the trace.
+    fn now_ms(&self) -> u64 {
+        self.0.now_ms()
+    }
+
+    /// Sleeps on this replica's clock; a zero-length sleep still yields once.
+    fn sleep(&self, ms: u64) -> impl Future<Output = ()> {
+        let port = self.0.clone();
+        async move { port.sleep(ms).await }
+    }
+}
+
+impl Leases for SimLeases {
+    /// At its apply instant the authority grants the lease if none is live (a new, strictly
+    /// higher token, expiring `[lease] ttl_ms` later), else answers `None`.
+    fn acquire(&self, owner_id: &str) -> impl Future<Output = Result<Option<Lease>, PortError>> {
+        let owner_id = owner_id.to_string();
+        async move { lease_answer(self.0.call(Request::Acquire).await, &owner_id) }
+    }
+
+    /// At its apply instant the authority rotates the token of the caller's live lease (in
+    /// exact-token mode only if the token shown is the current one), else answers `None`.
+    fn renew(&self, lease: &Lease) -> impl Future<Output = Result<Option<Lease>, PortError>> {
+        let lease = lease.clone();
+        async move {
+            let request = Request::Renew {
+                lease: view(&lease),
+            };
+            lease_answer(self.0.call(request).await, &lease.owner_id)
+        }
+    }
+
+    /// Compare-and-set: frees the live lease only if it is still exactly this one (freeing
+    /// nothing is recorded as a signal, and answers `Ok` all the same).
+    fn release(&self, lease: &Lease) -> impl Future<Output = Result<(), PortError>> {
+        let lease = lease.clone();
+        async move {
+            let request = Request::Release {
+                lease: view(&lease),
+            };
+            match self.0.call(request).await {
+                Answer::Released => Ok(()),
+                Answer::Failed(failure) => Err(port_error(failure, lease.fencing_token)),
+                other => unreachable!("release answered {other:?}"),
+            }
+        }
+    }
+}
+
+impl Records for SimRecords {
+    /// At its apply instant the store checks the token against the live lease (unless fencing
+    /// is off) and deletes up to `limit` of the oldest rows created before the cutoff (fewer
+    /// when it answers short, a fault).
+    async fn delete_batch(
+        &self,
+        older_than_ms: u64,
+        limit: u32,
+        fencing_token: u64,
+    ) -> Result<u32, PortError> {
+        let request = Request::Delete {
+            older_than_ms,
+            limit,
+            token: fencing_token,
+        };
+        match self.0.call(request).await {
+            Answer::Rows(rows) => Ok(rows),
+            Answer::Failed(failure) => Err(port_error(failure, fencing_token)),
+            other => unreachable!("delete answered {other:?}"),
+        }
+    }
+}
+
+/// The ports of `replica`, built on the world.
+pub fn ports_of(world: &Rc<leasesim_sim::World<Retention>>, replica: ReplicaId) -> WorkerPorts {
+    let port = Port::new(world.clone(), replica);
+    WorkerPorts {
+        replica,
+        owner_id: replica.owner_id(),
+        config: world.profile().system.worker.clone(),
+        clock: SimClock(port.clone()),
+        leases: SimLeases(port.clone()),
+        records: SimRecords(port),
+    }
+}

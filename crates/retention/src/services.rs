@@ -1,0 +1,158 @@
+//! The retention system's services: the lease authority and the record store, and how a
+//! request is applied to them at its apply instant.
+//!
+//! Terminology:
+//! - *owner*: the service knows a replica by its owner id (`r1`, ...): leases are granted to,
+//!   renewed for and released by the replica that sent the request.
+//! - *fencing*: the store checks a delete's token against the authority's live lease when the
+//!   delete is applied; a scenario can switch it off to show why it is needed.
+//! - *short answer*: a fault of the store: an admitted delete removes fewer rows than it
+//!   could (fewer than its limit, while more eligible rows remain); `Applied::Deleted` says
+//!   how many were held back.
+//! - *revocation*: a fault of the authority: the live lease is dropped (the next renewal
+//!   answers `None`).
+
+use leasesim_events::{Event, ReplicaId};
+use leasesim_sim::{FaultProfile, Scenario, World};
+
+use crate::Retention;
+use crate::authority::{Acquired, LeaseAuthority, Release};
+use crate::events::{Answer, Applied, Failure, LeaseView, Note, Request};
+use crate::store::RecordStore;
+
+/// The services of one retention run.
+#[derive(Clone, Debug)]
+pub struct Services {
+    pub authority: LeaseAuthority,
+    pub store: RecordStore,
+}
+
+impl Services {
+    /// The initial state: the scenario's rows spread over their creation window.
+    pub fn new(scenario: &Scenario<Retention>, profile: &FaultProfile<Retention>) -> Services {
+        let settings = &scenario.settings;
+        let (from_ms, to_ms) = settings.created_window_ms();
+        let store =
+            RecordStore::spread(settings.store.rows, from_ms, to_ms, settings.store.fencing);
+        let authority =
+            LeaseAuthority::new(settings.lease.ttl_ms.get(), settings.lease.exact_token);
+        // invariant: the services start with no lease and every row in place.
+        debug_assert_eq!(authority.last_token(), 0);
+        debug_assert_eq!(store.remaining(), settings.store.rows);
+        let _ = profile;
+        Services { authority, store }
+    }
+}
+
+fn view(token: u64, expires_at_ms: u64) -> LeaseView {
+    LeaseView {
+        token,
+        expires_at_ms,
+    }
+}
+
+/// Applies a request of `replica` at the services, now.
+pub fn apply(world: &World<Retention>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
+    let now_ms = world.service_now_ms();
+    let owner = replica.owner_id();
+    let mut services = world.services();
+    let authority = &mut services.authority;
+    match request {
+        Request::Acquire => match authority.acquire(&owner, now_ms) {
+            Acquired::Granted { lease, replaced } => {
+                let lease = view(lease.token, lease.expires_at_ms);
+                let applied = Applied::Granted { lease, replaced };
+                (applied, Answer::Lease(Some(lease)))
+            }
+            Acquired::Busy { holder_token } => {
+                (Applied::Busy { holder_token }, Answer::Lease(None))
+            }
+        },
+        Request::Renew { lease: shown } => match authority.renew(&owner, shown.token, now_ms) {
+            Some(held) => {
+                // invariant: a renewal answers a new token, above the one it was shown.
+                debug_assert!(held.token > shown.token);
+                let lease = view(held.token, held.expires_at_ms);
+                (Applied::Renewed { lease }, Answer::Lease(Some(lease)))
+            }
+            None => (Applied::RenewRefused, Answer::Lease(None)),
+        },
+        Request::Release { lease } => match authority.release(&owner, lease.token, now_ms) {
+            Release::Freed => (Applied::Released, Answer::Released),
+            Release::FreedNothing => (Applied::FreedNothing, Answer::Released),
+        },
+        Request::Delete {
+            older_than_ms,
+            limit,
+            token,
+        } => {
+            drop(services);
+            delete(world, older_than_ms, limit, token, now_ms)
+        }
+    }
+}
+
+/// Applies a delete: the fencing check, then oldest-first removal (maybe answered short).
+fn delete(
+    world: &World<Retention>,
+    older_than_ms: u64,
+    limit: u32,
+    token: u64,
+    now_ms: u64,
+) -> (Applied, Answer) {
+    let (current_token, eligible) = {
+        let services = world.services();
+        let current_token = services.authority.current_token(now_ms);
+        if !services.store.admits(token, current_token) {
+            let applied = Applied::DeleteRefused { current_token };
+            return (applied, Answer::Failed(Failure::StaleToken));
+        }
+        let eligible = services.store.eligible(older_than_ms, limit, now_ms);
+        (current_token, eligible)
+    };
+    let held_back = held_back(world, eligible);
+    let done = world
+        .services()
+        .store
+        .delete_oldest(older_than_ms, eligible - held_back, now_ms);
+    // invariant: a delete removes at most its limit, and a short answer leaves exactly the
+    // rows it held back.
+    assert!(done.rows <= limit);
+    debug_assert_eq!(done.rows + held_back, eligible);
+    let applied = Applied::Deleted {
+        rows: done.rows,
+        token_current: current_token == Some(token),
+        current_token,
+        newest_created_ms: done.newest_created_ms,
+        held_back,
+    };
+    (applied, Answer::Rows(done.rows))
+}
+
+/// Fault: how many of the `eligible` rows a delete leaves in the store (0: a full answer). A
+/// short answer holds back at least one row; holding back one is value 0.
+fn held_back(world: &World<Retention>, eligible: u32) -> u32 {
+    if eligible == 0 || !world.fault(world.profile().system.short_delete) {
+        return 0;
+    }
+    let held_back = world.env().range(1, u64::from(eligible));
+    // invariant: a short answer holds back at least one eligible row, and no more than there
+    // are.
+    debug_assert!((1..=u64::from(eligible)).contains(&held_back));
+    u32::try_from(held_back).expect("at most the eligible rows, a u32")
+}
+
+/// Fault: the authority drops the live lease.
+pub fn revoke(world: &World<Retention>) {
+    let now_ms = world.service_now_ms();
+    let revoked = {
+        let mut services = world.services();
+        let revoked = services.authority.revoke(now_ms);
+        // invariant: the revoked lease is gone at once.
+        debug_assert!(revoked.is_none() || services.authority.current_token(now_ms).is_none());
+        revoked
+    };
+    if let Some(token) = revoked {
+        world.env().emit(Event::world_note(Note::Revoked { token }));
+    }
+}

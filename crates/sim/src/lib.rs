@@ -1,0 +1,135 @@
+//! leasesim-sim: the shared simulation layer every system runs on.
+//!
+//! Terminology:
+//! - *system*: one family member of lease-fenced workers, brought by a type implementing
+//!   [`System`] (its services, ports, driver, checkers, workers and scenario keys).
+//! - *world*: one run's services of a system, the network between them and N replicas, each
+//!   running a worker under test. Every latency, fault and pause is drawn from the run's one
+//!   choice source; every call, apply, reply, timer, pause and stop is an event.
+//! - *fault layer*: what every system shares and this crate owns: the network (latency per
+//!   operation, rejection before apply, reply lost after apply, a request that applies even
+//!   when its caller stops waiting), the processes (clock offset, drift and jumps, pauses,
+//!   stops at an instant, during an operation or between terms, restarts), the phases and
+//!   swarm drawing.
+//! - *scenario*: a TOML file describing the world of one system and its fault envelope.
+//! - *run*: one simulation of a scenario from one seed (or recorded choices).
+//!
+//! The world reaches time, tasks and randomness only through [`Env`], so the same world and
+//! worker also run on tokio (the benchmarks compare the two).
+//!
+//! Where things live: the network in [`world`] (`send`/`flight`), a replica's process and port
+//! in [`process`], the shared faults and their drawing in [`faults`], the phase script with
+//! stops, pauses and jumps in [`phases`], scenario files in [`scenario`], the event sink in
+//! [`sink`], the contract a system fulfils in [`system`].
+
+pub mod env;
+pub mod faults;
+pub mod phases;
+pub mod process;
+pub mod scenario;
+mod signal;
+pub mod sink;
+pub mod system;
+mod values;
+pub mod world;
+
+use std::rc::Rc;
+
+pub use env::{EPOCH_MS, Env, EnvSleep, LocalTask, SimEnv};
+pub use faults::{ClockSpec, FaultProfile, Scale, StopPlan, Tick};
+pub use leasesim_events as events;
+pub use phases::run_phases;
+pub use process::{Port, ReplicaState};
+pub use scenario::{Location, Scenario, ScenarioError, SystemPart};
+pub use signal::Signal;
+pub use sink::{Divergence, EventSink, Observer, check_determinism};
+pub use system::{Annotator, System, WorkerFactory, WorkerInfo};
+pub use world::World;
+
+use leasesim_events::{Event, Stamped};
+use leasesim_rt::{Choice, PctStats, RunOutcome, Sim, SimConfig};
+
+/// Everything one run produced.
+#[derive(Debug)]
+pub struct WorldRun<S: System> {
+    pub outcome: RunOutcome<()>,
+    /// The events, when the run was asked to keep them.
+    pub events: Vec<Stamped<Event<S>>>,
+    pub profile: FaultProfile<S>,
+    /// The choices, when the run recorded them.
+    pub choices: Vec<Choice>,
+    pub steps: u64,
+    pub draws: u64,
+    pub events_emitted: u64,
+    pub end_ms: u64,
+    pub trace_hash: u64,
+    /// PCT change points drawn and reached.
+    pub pct: PctStats,
+}
+
+/// Virtual time a run may take before it is cut off: every phase plus a margin.
+pub fn time_budget_ms<S: System>(scenario: &Scenario<S>) -> u64 {
+    scenario.duration_ms + scenario.liveness_ms + scenario.stop_bound_ms + 60_000
+}
+
+/// Builds a run's observer once its profile is drawn (so checkers judge the run against what
+/// it drew, not the scenario's envelope).
+pub type ObserverFactory<S> = Box<dyn FnOnce(&FaultProfile<S>) -> Observer<Event<S>>>;
+
+/// A world of `scenario` on any [`Env`], ready to run: draws its fault profile, shows it to
+/// `observe` before any event (to build the checkers that judge this run), builds the world.
+/// Run it with `run_phases(world.clone(), factory)`, then `world.teardown()`. [`simulate`] is
+/// this on the deterministic runtime; the benchmarks run it on tokio.
+pub fn world_on<S: System>(
+    scenario: &Rc<Scenario<S>>,
+    env: Rc<dyn Env<S>>,
+    observe: impl FnOnce(&FaultProfile<S>),
+) -> Rc<World<S>> {
+    let profile = FaultProfile::draw(scenario, &*env);
+    observe(&profile);
+    Rc::new(World::new(scenario.clone(), profile, env))
+}
+
+/// Runs `scenario` once with workers from `factory` on the deterministic runtime.
+///
+/// `observe` builds, from the drawn profile, the observer that sees every event as it happens
+/// (the checkers) and may halt the run; `keep_events` stores them for traces.
+pub fn simulate<S: System>(
+    scenario: &Rc<Scenario<S>>,
+    factory: &Rc<WorkerFactory<S>>,
+    config: SimConfig,
+    keep_events: bool,
+    observe: Option<ObserverFactory<S>>,
+) -> WorldRun<S> {
+    let budget_ms = config.max_time_ms.min(time_budget_ms(scenario));
+    let mut sim = Sim::new(config.with_max_time_ms(budget_ms));
+    let handle = sim.handle();
+    let events = Rc::new(EventSink::new(handle.clone(), keep_events));
+    let env: Rc<dyn Env<S>> = Rc::new(SimEnv::new(handle.clone(), events.clone()));
+    let world = world_on(scenario, env, |profile| {
+        // invariant: drawing the profile emits nothing, so the observer sees every event.
+        debug_assert_eq!(events.len(), 0);
+        if let Some(observe) = observe {
+            events.observe(observe(profile));
+        }
+    });
+    let profile = world.profile().clone();
+    let outcome = sim.block_on(run_phases(world.clone(), factory.clone()));
+    world.teardown();
+    // The observer usually owns checker state its caller reads next; let go of it now.
+    drop(events.take_observer());
+    let run = WorldRun {
+        outcome,
+        events: events.take(),
+        profile,
+        choices: sim.take_recorded_choices(),
+        steps: handle.steps(),
+        draws: handle.draws(),
+        events_emitted: events.len(),
+        end_ms: handle.now_ms(),
+        trace_hash: handle.trace_hash(),
+        pct: handle.pct_stats(),
+    };
+    drop(sim);
+    run
+}

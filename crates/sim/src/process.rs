@@ -1,0 +1,235 @@
+//! A replica's process: its clock, its pauses, its calls in flight, and the port its worker's
+//! system-specific ports are built on.
+//!
+//! Terminology:
+//! - *local time*: what this replica's clock reads: [`EPOCH_MS`] + virtual time + offset +
+//!   drift (ppm of elapsed time) + the sum of clock jumps so far.
+//! - *gate*: a paused process runs no code. Every port crossing (sending a request, receiving
+//!   an answer, waking from a sleep) waits at the gate until the pause ends, so a pause between
+//!   reading a token and sending a request makes the request leave late, with an old token.
+//! - *in flight*: calls of the replica the worker is still waiting for, per operation; a stop
+//!   "during an operation" waits for one of them.
+//! - *port*: [`Port`], what a system's ports (a clock, a lease service, a store...) are built
+//!   on: it sends requests through the shared network, reads and sleeps on the replica's
+//!   clock, and records the system's notes.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use leasesim_events::{EventKind, OpSet, ReplicaId, Vocabulary};
+
+use crate::env::{EPOCH_MS, Env};
+use crate::faults::ClockSpec;
+use crate::signal::Signal;
+use crate::system::System;
+use crate::world::World;
+
+/// Per-replica state kept by the world.
+pub struct ReplicaState<S: System> {
+    pub id: ReplicaId,
+    clock: ClockSpec,
+    jumped_ms: Cell<i64>,
+    paused_until_ms: Cell<u64>,
+    in_flight: RefCell<Vec<u16>>,
+    between_terms: Cell<bool>,
+    /// Notified whenever a call starts or ends, or a term starts or ends.
+    pub changed: Signal,
+    pub stop_called: Cell<bool>,
+    pub stop_resolved: Cell<bool>,
+    pub worker: RefCell<Option<Rc<S::Worker>>>,
+}
+
+impl<S: System> ReplicaState<S> {
+    pub fn new(id: ReplicaId, clock: ClockSpec) -> ReplicaState<S> {
+        ReplicaState {
+            id,
+            clock,
+            jumped_ms: Cell::new(0),
+            paused_until_ms: Cell::new(0),
+            in_flight: RefCell::new(vec![0; S::Op::ALL.len()]),
+            between_terms: Cell::new(true),
+            changed: Signal::default(),
+            stop_called: Cell::new(false),
+            stop_resolved: Cell::new(false),
+            worker: RefCell::new(None),
+        }
+    }
+
+    /// This replica's clock reading at virtual instant `virtual_ms`.
+    pub fn local_ms(&self, virtual_ms: u64) -> u64 {
+        let elapsed = virtual_ms as i128;
+        let drift = elapsed * i128::from(self.clock.drift_ppm) / 1_000_000;
+        let local = i128::from(EPOCH_MS)
+            + elapsed
+            + i128::from(self.clock.offset_ms)
+            + drift
+            + i128::from(self.jumped_ms.get());
+        local.clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    /// Virtual ms that pass while this clock advances `local_ms`.
+    pub fn virtual_span_ms(&self, local_ms: u64) -> u64 {
+        let rate = 1_000_000 + self.clock.drift_ppm;
+        debug_assert!(rate > 0, "drift below -100% would stop the clock");
+        let scaled = u128::from(local_ms) * 1_000_000;
+        scaled
+            .div_ceil(rate.max(1) as u128)
+            .min(u128::from(u64::MAX)) as u64
+    }
+
+    pub fn jump(&self, by_ms: i64) {
+        let before = self.jumped_ms.get();
+        self.jumped_ms.set(before.saturating_add(by_ms));
+        // invariant: jumps accumulate (saturating at the extremes).
+        debug_assert!(by_ms < 0 || self.jumped_ms.get() >= before);
+    }
+
+    /// Pauses the process until virtual instant `until_ms` (extends a running pause).
+    pub fn pause_until(&self, until_ms: u64) {
+        self.paused_until_ms
+            .set(self.paused_until_ms.get().max(until_ms));
+        // invariant: a pause only ever extends.
+        debug_assert!(self.paused_until_ms.get() >= until_ms);
+    }
+
+    /// Is the process paused at virtual instant `now_ms`?
+    pub fn paused_at(&self, now_ms: u64) -> bool {
+        now_ms < self.paused_until_ms.get()
+    }
+
+    /// Waits while the process is paused.
+    pub async fn gate(&self, env: &dyn Env<S>) {
+        loop {
+            let until = self.paused_until_ms.get();
+            if env.now_ms() >= until {
+                // invariant: nothing of a paused process passes the gate.
+                debug_assert!(!self.paused_at(env.now_ms()));
+                return;
+            }
+            env.sleep_until(until).await;
+        }
+    }
+
+    /// Calls of operation `op` the worker is waiting for.
+    pub fn in_flight(&self, op: S::Op) -> u16 {
+        self.in_flight.borrow()[op.index()]
+    }
+
+    fn adjust_in_flight(&self, op: S::Op, up: bool) {
+        {
+            let mut counts = self.in_flight.borrow_mut();
+            let slot = &mut counts[op.index()];
+            // invariant: a call leaves flight only after it entered it.
+            debug_assert!(up || *slot > 0);
+            *slot = if up { *slot + 1 } else { *slot - 1 };
+        }
+        self.changed.notify();
+    }
+
+    pub fn is_between_terms(&self) -> bool {
+        self.between_terms.get()
+    }
+
+    pub fn set_between_terms(&self, between: bool) {
+        self.between_terms.set(between);
+        self.changed.notify();
+    }
+}
+
+/// Marks a call in flight for as long as the worker waits for it (or until it gives up).
+struct InFlight<'a, S: System> {
+    replica: &'a ReplicaState<S>,
+    op: S::Op,
+}
+
+impl<'a, S: System> InFlight<'a, S> {
+    fn enter(replica: &'a ReplicaState<S>, op: S::Op) -> InFlight<'a, S> {
+        replica.adjust_in_flight(op, true);
+        InFlight { replica, op }
+    }
+}
+
+impl<S: System> Drop for InFlight<'_, S> {
+    fn drop(&mut self) {
+        self.replica.adjust_in_flight(self.op, false);
+    }
+}
+
+/// One replica's view of the world: what a system's ports are built on.
+pub struct Port<S: System> {
+    world: Rc<World<S>>,
+    replica: ReplicaId,
+}
+
+impl<S: System> Clone for Port<S> {
+    fn clone(&self) -> Self {
+        Port {
+            world: self.world.clone(),
+            replica: self.replica,
+        }
+    }
+}
+
+impl<S: System> Port<S> {
+    pub fn new(world: Rc<World<S>>, replica: ReplicaId) -> Port<S> {
+        Port { world, replica }
+    }
+
+    /// The replica this port belongs to.
+    pub fn replica(&self) -> ReplicaId {
+        self.replica
+    }
+
+    pub fn world(&self) -> &Rc<World<S>> {
+        &self.world
+    }
+
+    fn state(&self) -> &ReplicaState<S> {
+        self.world.replica(self.replica)
+    }
+
+    /// Sends `request` and waits for the answer, as this replica's process: the request waits
+    /// at the gate to leave, flies to the service (see the network), and the answer waits at
+    /// the gate to be read.
+    pub async fn call(&self, request: S::Request) -> S::Answer {
+        let env = self.world.env();
+        let state = self.state();
+        state.gate(env).await;
+        let call = self.world.next_call_id();
+        // invariant: a request leaves only from a running process.
+        debug_assert!(!state.paused_at(env.now_ms()));
+        env.emit_for(self.replica, EventKind::Call { call, request });
+        let op = <S as Vocabulary>::op(&request);
+        let _flight = InFlight::enter(state, op);
+        let answer = self.world.clone().send(self.replica, call, request).await;
+        state.gate(env).await;
+        env.emit_for(self.replica, EventKind::Answered { call, op, answer });
+        answer
+    }
+
+    /// The replica's clock, read now (recorded as a clock read).
+    pub fn now_ms(&self) -> u64 {
+        let env = self.world.env();
+        let now_ms = self.state().local_ms(env.now_ms());
+        env.emit_for(self.replica, EventKind::ClockRead { now_ms });
+        now_ms
+    }
+
+    /// Sleeps `ms` on the replica's clock (recorded as a timer); a zero-length sleep still
+    /// yields, so a loop of them lets the others run (and the executor catches a spin).
+    pub async fn sleep(&self, ms: u64) {
+        let env = self.world.env();
+        env.emit_for(self.replica, EventKind::TimerSet { duration_ms: ms });
+        let state = self.state();
+        match state.virtual_span_ms(ms) {
+            0 => env.yield_now().await,
+            span_ms => env.sleep(span_ms).await,
+        }
+        state.gate(env).await;
+    }
+
+    /// Records a note of the system for this replica.
+    pub fn note(&self, note: S::Note) {
+        self.world.env().note_for(self.replica, note);
+    }
+}

@@ -1,0 +1,157 @@
+//! The shared world: one system's services, the network between them and the replicas, and
+//! the replicas' processes.
+//!
+//! Terminology:
+//! - *send*: a request leaves the replica; its *flight* (a world task, so it completes even if
+//!   the worker stops waiting) carries it to the service after a drawn latency, where it may be
+//!   refused (fault), or *applied* (by the system, [`System::apply`]); the answer then flies
+//!   back after another drawn latency, or is lost (fault) and the caller sees a timeout.
+//! - *healed*: the liveness phase switches every fault off; latencies remain.
+//! - *service time*: [`EPOCH_MS`] + virtual time; every service's clock.
+
+use std::cell::{Cell, RefCell, RefMut};
+use std::rc::Rc;
+
+use leasesim_events::{EventKind, NetFailure, ReplicaId, Vocabulary};
+
+use crate::env::{EPOCH_MS, Env};
+use crate::faults::FaultProfile;
+use crate::process::ReplicaState;
+use crate::scenario::Scenario;
+use crate::system::System;
+
+/// One run's world of system `S`.
+pub struct World<S: System> {
+    env: Rc<dyn Env<S>>,
+    scenario: Rc<Scenario<S>>,
+    profile: FaultProfile<S>,
+    services: RefCell<S::Services>,
+    replicas: Vec<ReplicaState<S>>,
+    next_call: Cell<u64>,
+    healed: Cell<bool>,
+}
+
+impl<S: System> World<S> {
+    pub fn new(scenario: Rc<Scenario<S>>, profile: FaultProfile<S>, env: Rc<dyn Env<S>>) -> Self {
+        let services = S::services(&scenario, &profile);
+        let replicas = (0..scenario.replicas)
+            .map(|index| ReplicaState::new(ReplicaId(index), profile.clocks[usize::from(index)]))
+            .collect();
+        World {
+            env,
+            scenario,
+            profile,
+            services: RefCell::new(services),
+            replicas,
+            next_call: Cell::new(1),
+            healed: Cell::new(false),
+        }
+    }
+
+    pub fn env(&self) -> &dyn Env<S> {
+        &*self.env
+    }
+
+    pub fn scenario(&self) -> &Scenario<S> {
+        &self.scenario
+    }
+
+    pub fn profile(&self) -> &FaultProfile<S> {
+        &self.profile
+    }
+
+    /// The system's services, borrowed for one apply (never across an await).
+    pub fn services(&self) -> RefMut<'_, S::Services> {
+        self.services.borrow_mut()
+    }
+
+    pub fn replica(&self, id: ReplicaId) -> &ReplicaState<S> {
+        &self.replicas[id.index()]
+    }
+
+    pub fn replicas(&self) -> &[ReplicaState<S>] {
+        &self.replicas
+    }
+
+    /// Service time now.
+    pub fn service_now_ms(&self) -> u64 {
+        EPOCH_MS + self.env.now_ms()
+    }
+
+    pub fn next_call_id(&self) -> u64 {
+        let id = self.next_call.get();
+        self.next_call.set(id + 1);
+        // invariant: call ids strictly increase, so a call's events are tied to it alone.
+        debug_assert!(self.next_call.get() > id);
+        id
+    }
+
+    pub fn healed(&self) -> bool {
+        self.healed.get()
+    }
+
+    /// Switches every fault off (liveness phase).
+    pub fn heal(&self) {
+        // invariant: a run heals once; faults never come back.
+        debug_assert!(!self.healed.get(), "healed twice");
+        self.healed.set(true);
+    }
+
+    /// Does a fault of probability `p` strike now? Never once healed.
+    pub fn fault(&self, p: f64) -> bool {
+        let strikes = !self.healed.get() && self.env.coin(p);
+        // invariant: a healed world injects no fault.
+        debug_assert!(!(strikes && self.healed.get()));
+        strikes
+    }
+
+    /// Sends a request on its flight and waits for the answer.
+    pub(crate) async fn send(
+        self: Rc<Self>,
+        replica: ReplicaId,
+        call: u64,
+        request: S::Request,
+    ) -> S::Answer {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        let world = self.clone();
+        let flight = async move {
+            let answer = world.flight(replica, call, request).await;
+            // The worker may have stopped waiting; the request took effect regardless.
+            let _ = tx.send(answer);
+        };
+        self.env.spawn("flight", Box::pin(flight));
+        rx.await.expect("a flight always answers")
+    }
+
+    async fn flight(&self, replica: ReplicaId, call: u64, request: S::Request) -> S::Answer {
+        let env = self.env();
+        let op = <S as Vocabulary>::op(&request);
+        let sent_ms = env.now_ms();
+        let latency = self.profile.latency.get(op);
+        env.sleep(env.range(latency.min, latency.max)).await;
+        if self.fault(self.profile.reject.get(op)) {
+            env.emit_for(replica, EventKind::Rejected { call, op });
+            env.sleep(env.range(latency.min, latency.max)).await;
+            return S::failed(NetFailure::Rejected);
+        }
+        let (applied, answer) = S::apply(self, replica, request);
+        env.emit_for(replica, EventKind::Applied { call, applied });
+        if self.fault(self.profile.reply_lost.get(op)) {
+            env.emit_for(replica, EventKind::ReplyLost { call });
+            let timeout_at = sent_ms + self.profile.timeout_ms;
+            env.sleep_until(timeout_at.max(env.now_ms())).await;
+            return S::failed(NetFailure::Timeout);
+        }
+        env.sleep(env.range(latency.min, latency.max)).await;
+        answer
+    }
+
+    /// Drops the workers: they hold ports that hold the world, a cycle to break after a run.
+    pub fn teardown(&self) {
+        for state in &self.replicas {
+            state.worker.borrow_mut().take();
+        }
+        // invariant: no worker outlives its run.
+        debug_assert!(self.replicas.iter().all(|s| s.worker.borrow().is_none()));
+    }
+}
