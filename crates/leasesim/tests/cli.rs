@@ -1480,3 +1480,126 @@ fn replay_format_json_prints_one_event_object_per_line() {
         text.stdout
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 8. systems
+
+#[test]
+fn list_shows_systems_first_and_json_enumerates_what_exists() {
+    let dir = tempdir();
+    let list = leasesim(dir.path(), &["list"]);
+    assert_eq!(list.code, 0, "{}", list.dump());
+    assert!(
+        list.stdout.starts_with("systems:\n  retention "),
+        "{}",
+        list.dump()
+    );
+    for heading in [
+        "retention scenarios:",
+        "retention workers:",
+        "retention invariants:",
+        "retention situations",
+    ] {
+        assert!(list.stdout.contains(heading), "{heading}\n{}", list.dump());
+    }
+    let json = leasesim(dir.path(), &["list", "--json"]);
+    assert_eq!(json.code, 0, "{}", json.dump());
+    let document: Value = serde_json::from_str(&json.stdout).expect("list --json is JSON");
+    let systems = document["systems"].as_array().expect("a systems array");
+    let retention = systems
+        .iter()
+        .find(|s| s["name"] == "retention")
+        .expect("the retention system is listed");
+    let strings = |key: &str| -> Vec<String> {
+        retention[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} is an array"))
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .unwrap_or_else(|| panic!("{key}: names"))
+                    .to_string()
+            })
+            .collect()
+    };
+    assert!(strings("scenarios").contains(&"steady".to_string()));
+    assert_eq!(strings("invariants").len(), 25);
+    assert!(strings("invariants").contains(&"stale-token-delete".to_string()));
+    assert!(strings("situations").contains(&"cap-reached".to_string()));
+    let workers = retention["workers"].as_array().expect("a workers array");
+    assert_eq!(workers[0]["name"], "correct");
+    assert_eq!(workers[0]["caught_by"], serde_json::json!([]));
+    let stale = workers
+        .iter()
+        .find(|w| w["name"] == "stale-release")
+        .expect("stale-release is listed");
+    assert_eq!(stale["caught_by"], serde_json::json!(["release-latest"]));
+    assert!(stale["defect"].as_str().is_some_and(|d| !d.is_empty()));
+}
+
+#[test]
+fn system_restricts_a_campaign_and_bad_systems_are_refused() {
+    let dir = tempdir();
+    let args = [
+        "fuzz",
+        "--system",
+        "retention",
+        "--seeds",
+        "1",
+        "--jobs",
+        "1",
+        "--no-failure-db",
+        "--json",
+    ];
+    let out = leasesim(dir.path(), &args);
+    assert_eq!(out.code, 0, "{}", out.dump());
+    let document: Value = serde_json::from_str(&out.stdout).expect("fuzz --json is JSON");
+    let scenarios = document["scenarios"].as_array().expect("a scenarios array");
+    assert_eq!(scenarios.len(), 15, "{}", out.dump());
+    assert!(scenarios.iter().all(|s| s["system"] == "retention"));
+
+    let base = ["fuzz", "--seeds", "1", "--jobs", "1", "--no-failure-db"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        base.iter().copied().chain(extra.iter().copied()).collect()
+    };
+    let valid = ["unknown system `holder-lok`", "valid: retention"];
+    assert_refused(dir.path(), &with(&["--system", "holder-lok"]), &valid);
+    assert_refused(
+        dir.path(),
+        &["list", "--system", "holder-lok"],
+        &["unknown system `holder-lok`"],
+    );
+    assert_refused(
+        dir.path(),
+        &with(&["--system", "retention", "--worker", "no-such-worker"]),
+        &["unknown worker `no-such-worker`", "stale-release"],
+    );
+}
+
+#[test]
+fn a_scenario_file_must_name_a_known_system() {
+    let dir = tempdir();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write("none.toml", "description = \"x\"\nreplicas = 2\n");
+    write(
+        "unknown.toml",
+        "description = \"x\"\nsystem = \"retentoin\"\n",
+    );
+    write("typed.toml", "description = \"x\"\nsystem = 3\n");
+    let replay = |file: &'static str| ["replay", "--scenario", file, "--seed", "0"];
+    assert_refused(
+        dir.path(),
+        &replay("none.toml"),
+        &["none.toml:1:1", "missing key `system`"],
+    );
+    assert_refused(
+        dir.path(),
+        &replay("unknown.toml"),
+        &[
+            "unknown.toml:2:10",
+            "unknown system `retentoin`",
+            "valid: retention",
+        ],
+    );
+    assert_refused(dir.path(), &replay("typed.toml"), &["typed.toml:2:10"]);
+}

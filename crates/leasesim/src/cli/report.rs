@@ -178,6 +178,31 @@ pub fn pct_totals(summaries: &[ScenarioSummary]) -> (u64, u64) {
     (applied, drawn)
 }
 
+/// One scenario's campaign as JSON.
+fn scenario_json(s: &ScenarioSummary, scenario: &dyn AnyScenario) -> serde_json::Value {
+    let coverage: serde_json::Map<String, serde_json::Value> = scenario
+        .system()
+        .situations()
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| (name.to_string(), s.coverage.count_at(i).into()))
+        .collect();
+    serde_json::json!({
+        "scenario": s.scenario,
+        "system": scenario.system().name(),
+        "seeds": s.seeds,
+        "failing": s.failed_seeds(),
+        "failures": s.failures,
+        "expected": s.expected,
+        "coverage": coverage,
+        "events": s.events,
+        "seeds_per_s": s.seeds_per_s(),
+        "checkers": scenario.checker_set(),
+        "pct_steps_estimate": s.pct_steps,
+        "pct_change_points": {"applied": s.pct_applied, "drawn": s.pct_drawn},
+    })
+}
+
 /// The campaign as one JSON document.
 pub fn json_summary(
     summaries: &[ScenarioSummary],
@@ -189,29 +214,7 @@ pub fn json_summary(
     let scenario_values: Vec<serde_json::Value> = summaries
         .iter()
         .zip(scenarios)
-        .map(|(s, scenario)| {
-            let coverage: serde_json::Map<String, serde_json::Value> = scenario
-                .system()
-                .situations()
-                .iter()
-                .enumerate()
-                .map(|(i, (name, _))| (name.to_string(), s.coverage.count_at(i).into()))
-                .collect();
-            serde_json::json!({
-                "scenario": s.scenario,
-                "system": scenario.system().name(),
-                "seeds": s.seeds,
-                "failing": s.failed_seeds(),
-                "failures": s.failures,
-                "expected": s.expected,
-                "coverage": coverage,
-                "events": s.events,
-                "seeds_per_s": s.seeds_per_s(),
-                "checkers": scenario.checker_set(),
-                "pct_steps_estimate": s.pct_steps,
-                "pct_change_points": {"applied": s.pct_applied, "drawn": s.pct_drawn},
-            })
-        })
+        .map(|(s, scenario)| scenario_json(s, scenario.as_ref()))
         .collect();
     let findings: Vec<serde_json::Value> = summaries
         .iter()
