@@ -158,7 +158,7 @@ pub trait Vocabulary: Copy + Eq + Hash + fmt::Debug + 'static {
     /// The answer a worker receives when the network fails the call.
     fn failed(failure: NetFailure) -> Self::Answer;
 
-    /// A small number (0..18) grouping notes for checkers' interest masks: notes a checker may
+    /// A small number (0..16) grouping notes for checkers' interest masks: notes a checker may
     /// ignore should have their own class.
     fn note_class(note: &Self::Note) -> u32;
 }
@@ -217,13 +217,23 @@ pub enum EventKind<V: Vocabulary> {
     StopResolved,
     /// A stopped replica was started again with a fresh worker (liveness phase).
     Restarted,
+    /// The worker started a task of its own through its spawn port (numbered per run).
+    TaskStarted {
+        task: u32,
+        name: &'static str,
+    },
+    /// A task the worker started finished (`aborted`: its handle aborted it first).
+    TaskEnded {
+        task: u32,
+        aborted: bool,
+    },
     /// Something only this system records.
     #[serde(untagged)]
     Note(V::Note),
 }
 
 /// The number of interest bits the shared kinds take; notes use the bits above.
-pub const SHARED_KINDS: u32 = 14;
+pub const SHARED_KINDS: u32 = 16;
 
 impl<V: Vocabulary> EventKind<V> {
     /// This kind's bit in a checker's interest mask: one bit per shared variant, then one per
@@ -244,6 +254,8 @@ impl<V: Vocabulary> EventKind<V> {
             EventKind::StopCalled => 11,
             EventKind::StopResolved => 12,
             EventKind::Restarted => 13,
+            EventKind::TaskStarted { .. } => 14,
+            EventKind::TaskEnded { .. } => 15,
             EventKind::Note(note) => SHARED_KINDS + V::note_class(note).min(31 - SHARED_KINDS),
         };
         1 << index
@@ -268,6 +280,8 @@ pub mod mask {
     pub const STOP_CALLED: u32 = 1 << 11;
     pub const STOP_RESOLVED: u32 = 1 << 12;
     pub const RESTARTED: u32 = 1 << 13;
+    pub const TASK_STARTED: u32 = 1 << 14;
+    pub const TASK_ENDED: u32 = 1 << 15;
 
     /// The bit of note class `class`.
     pub const fn note(class: u32) -> u32 {

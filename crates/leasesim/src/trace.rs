@@ -92,6 +92,11 @@ pub fn event_text<S: System>(kind: &EventKind<S>) -> String {
         EventKind::StopCalled => "stop() called".into(),
         EventKind::StopResolved => "stop() returned".into(),
         EventKind::Restarted => "restarted with a fresh worker".into(),
+        EventKind::TaskStarted { task, name } => format!("spawns task {task} ({name})"),
+        EventKind::TaskEnded { task, aborted } => match aborted {
+            true => format!("task {task} aborted"),
+            false => format!("task {task} finished"),
+        },
         EventKind::Note(note) => S::note_text(note),
     }
 }
@@ -260,6 +265,8 @@ fn kind_name<S: System>(kind: &EventKind<S>) -> &'static str {
         EventKind::StopCalled => "stop-called",
         EventKind::StopResolved => "stop-resolved",
         EventKind::Restarted => "restarted",
+        EventKind::TaskStarted { .. } => "task-started",
+        EventKind::TaskEnded { .. } => "task-ended",
         EventKind::Note(note) => S::note_name(note),
     }
 }

@@ -41,8 +41,8 @@ use leasesim_sim::{
 
 pub use events::Retention;
 pub use ports::{
-    SimClock, SimLeases, SimRecords, SimWorker, WorkerFactory, WorkerPorts, WorkerUnderTest,
-    correct_worker, correct_worker_of,
+    SimClock, SimLeases, SimRecords, SimTasks, SimWorker, WorkerFactory, WorkerPorts,
+    WorkerUnderTest, correct_worker, correct_worker_of,
 };
 pub use settings::WorkerDraw;
 

@@ -30,6 +30,7 @@ pub mod scenario;
 mod signal;
 pub mod sink;
 pub mod system;
+pub mod task;
 mod values;
 pub mod world;
 
@@ -44,6 +45,7 @@ pub use scenario::{Location, Scenario, ScenarioError, SystemPart};
 pub use signal::Signal;
 pub use sink::{Divergence, EventSink, Observer, check_determinism};
 pub use system::{Annotator, System, WorkerFactory, WorkerInfo};
+pub use task::TaskHandle;
 pub use world::World;
 
 use leasesim_events::{Event, Stamped};

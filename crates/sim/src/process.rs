@@ -14,6 +14,7 @@
 //!   clock, and records the system's notes.
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::rc::Rc;
 
 use leasesim_events::{EventKind, OpSet, ReplicaId, Vocabulary};
@@ -22,6 +23,7 @@ use crate::env::{EPOCH_MS, Env};
 use crate::faults::ClockSpec;
 use crate::signal::Signal;
 use crate::system::System;
+use crate::task::{TaskHandle, TaskShared};
 use crate::world::World;
 
 /// Per-replica state kept by the world.
@@ -231,5 +233,32 @@ impl<S: System> Port<S> {
     /// Records a note of the system for this replica.
     pub fn note(&self, note: S::Note) {
         self.world.env().note_for(self.replica, note);
+    }
+
+    /// Starts a task of the worker's own (see [`crate::task`]): a task of the run, scheduled
+    /// by the run's strategy, recorded as `TaskStarted` now and `TaskEnded` when it ends.
+    pub fn spawn<T: 'static>(
+        &self,
+        name: &'static str,
+        future: impl Future<Output = T> + 'static,
+    ) -> TaskHandle<T> {
+        let env = self.world.env();
+        let task = self.world.next_task_id();
+        env.emit_for(self.replica, EventKind::TaskStarted { task, name });
+        let (abortable, abort) = futures::future::abortable(future);
+        let shared = TaskShared::new(abort);
+        let (inner, world, replica) = (shared.clone(), self.world.clone(), self.replica);
+        env.spawn(
+            name,
+            Box::pin(async move {
+                let output = abortable.await.ok();
+                let aborted = output.is_none();
+                world
+                    .env()
+                    .emit_for(replica, EventKind::TaskEnded { task, aborted });
+                inner.end(output);
+            }),
+        );
+        TaskHandle::new(shared)
     }
 }
