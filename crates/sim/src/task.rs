@@ -11,7 +11,6 @@
 //!   it does.
 
 use std::cell::{Cell, RefCell};
-use std::future::Future;
 use std::rc::Rc;
 
 use futures::future::AbortHandle;
@@ -73,15 +72,13 @@ impl<T> TaskHandle<T> {
 
     /// Waits for the task to end: its output, or `None` when it was aborted. A second join
     /// after the output was taken also answers `None`.
-    pub fn join(&self) -> impl Future<Output = Option<T>> + '_ {
-        async move {
-            while !self.shared.ended.get() {
-                self.shared.changed.changed().await;
-            }
-            // invariant: only an ended task's output is taken.
-            debug_assert!(self.shared.ended.get());
-            self.shared.output.borrow_mut().take()
+    pub async fn join(&self) -> Option<T> {
+        while !self.shared.ended.get() {
+            self.shared.changed.changed().await;
         }
+        // invariant: only an ended task's output is taken.
+        debug_assert!(self.shared.ended.get());
+        self.shared.output.borrow_mut().take()
     }
 }
 
