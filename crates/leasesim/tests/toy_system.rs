@@ -19,7 +19,7 @@ use leasesim::runner::{RunReport, RunSpec, run};
 use leasesim::shrink::shrink;
 use leasesim::trace::{TraceHeader, line, render};
 use leasesim_events::EventKind;
-use leasesim_invariants::InvariantName;
+use leasesim_invariants::{InvariantName, SituationName};
 use leasesim_rt::{Feed, Strategy};
 use leasesim_sim::scenario::parse_scenario;
 use leasesim_sim::{Scenario, System};
@@ -330,4 +330,26 @@ fn the_erased_facade_runs_and_shrinks_the_toy() {
             .custom_runner("x", Box::new(retention), Strategy::Random)
             .is_none()
     );
+}
+
+#[test]
+fn an_erased_scenario_of_an_unregistered_system_names_its_system() {
+    let erased = leasesim::systems::erase((*scenario(SCENARIO)).clone());
+    let system = erased.system();
+    assert_eq!(system.name(), "toy");
+    assert_eq!(system.description(), Toy::DESCRIPTION);
+    let workers: Vec<&str> = system.workers().iter().map(|w| w.name).collect();
+    assert_eq!(workers, ["correct", "blind-bump", "double-bump"]);
+    let invariants: Vec<&str> = system.invariants().iter().map(|(n, _)| *n).collect();
+    let expected: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+    assert_eq!(invariants, expected);
+    let situations: Vec<&str> = system.situations().iter().map(|(n, _)| *n).collect();
+    let expected: Vec<&str> = Situation::ALL.iter().map(|s| s.name()).collect();
+    assert_eq!(situations, expected);
+    // The entry parses the toy's files too, and the registry is left as it was.
+    let again = system
+        .parse("counter", "again.toml", SCENARIO)
+        .expect("a toy scenario");
+    assert!(again.same_as(erased.as_ref()));
+    assert!(leasesim::systems::system("toy").is_none());
 }
