@@ -232,33 +232,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_builtin_is_of_the_system_its_folder_names_and_names_are_unique() {
-        let mut names: Vec<&str> = Vec::new();
-        for (folder, name, _) in BUILTIN {
-            let scenario = builtin(name)
-                .expect("a builtin name")
-                .unwrap_or_else(|err| panic!("{folder}/{name}: {err}"));
-            assert_eq!(
-                scenario.system().name(),
-                *folder,
-                "scenarios/{folder}/{name}.toml declares another system"
-            );
-            assert!(
-                !names.contains(name),
-                "two default scenarios are called {name}"
-            );
-            names.push(name);
-        }
-        for system in SYSTEMS {
-            assert!(
-                !builtin_names_of(system.name()).is_empty(),
-                "system {} has no default scenario",
-                system.name()
-            );
-        }
-    }
-
-    #[test]
     fn all_keeps_one_system_and_a_scenario_of_another_is_refused() {
         let all = resolve_in("all", None).unwrap();
         assert_eq!(all.len(), BUILTIN.len());

@@ -277,7 +277,8 @@ impl<S: System> Check<S> {
                 seeds: ran,
                 skipped: false,
             }),
-            Err((seed, report)) => {
+            Err(found) => {
+                let (seed, report) = *found;
                 let failure = self.failure(&base, seed, report);
                 record(
                     db.as_mut(),
@@ -406,7 +407,7 @@ fn first_failure<S: System>(
     base: &RunSpec<S>,
     seeds: &[u64],
     print_trace: bool,
-) -> Result<u64, (u64, RunReport<S>)> {
+) -> Result<u64, Box<(u64, RunReport<S>)>> {
     for (ran, &seed) in seeds.iter().enumerate() {
         let spec = RunSpec {
             feed: Feed::Seed(seed),
@@ -421,7 +422,7 @@ fn first_failure<S: System>(
         if report.failed() {
             // invariant: the seeds before this one passed.
             debug_assert!(ran < seeds.len());
-            return Err((seed, report));
+            return Err(Box::new((seed, report)));
         }
     }
     Ok(seeds.len() as u64)
