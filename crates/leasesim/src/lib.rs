@@ -36,6 +36,9 @@ pub mod trace;
 mod check;
 
 pub use check::{Check, CheckFailure, CheckSummary, IntoScenario, check, check_system};
+/// The `futures` crate the ports are written with (`select`, `join`, channels), so a worker
+/// needs no other dependency.
+pub use futures;
 pub use leasesim_retention::{
     Retention, SimWorker, WorkerPorts, WorkerUnderTest, correct_worker_of,
 };

@@ -38,7 +38,9 @@ pub struct ReplicaState<S: System> {
     pub changed: Signal,
     pub stop_called: Cell<bool>,
     pub stop_resolved: Cell<bool>,
-    pub worker: RefCell<Option<Rc<S::Worker>>>,
+    worker: RefCell<Option<Rc<S::Worker>>>,
+    /// Bumped each time a worker is installed (at start, and at each restart).
+    generation: Cell<u32>,
 }
 
 impl<S: System> ReplicaState<S> {
@@ -54,7 +56,35 @@ impl<S: System> ReplicaState<S> {
             stop_called: Cell::new(false),
             stop_resolved: Cell::new(false),
             worker: RefCell::new(None),
+            generation: Cell::new(0),
         }
+    }
+
+    /// The replica's current worker and its generation (a driver keeps both; see
+    /// [`ReplicaState::replaced_since`]).
+    pub fn worker(&self) -> Option<(Rc<S::Worker>, u32)> {
+        let worker = self.worker.borrow().clone()?;
+        Some((worker, self.generation.get()))
+    }
+
+    /// Installs a fresh worker (at start, or as the replica restarts).
+    pub fn install(&self, worker: Rc<S::Worker>) {
+        let before = self.generation.get();
+        *self.worker.borrow_mut() = Some(worker);
+        self.generation.set(before + 1);
+        // invariant: each installed worker has a generation of its own.
+        debug_assert!(self.generation.get() > before);
+    }
+
+    /// Lets go of the worker (at the end of a run).
+    pub fn drop_worker(&self) {
+        self.worker.borrow_mut().take();
+    }
+
+    /// Was the worker of `generation` replaced (the replica restarted)? Its driver must then
+    /// start no more work: the replica runs its fresh worker only.
+    pub fn replaced_since(&self, generation: u32) -> bool {
+        self.generation.get() != generation
     }
 
     /// This replica's clock reading at virtual instant `virtual_ms`.

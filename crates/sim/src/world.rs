@@ -160,9 +160,9 @@ impl<S: System> World<S> {
     /// Drops the workers: they hold ports that hold the world, a cycle to break after a run.
     pub fn teardown(&self) {
         for state in &self.replicas {
-            state.worker.borrow_mut().take();
+            state.drop_worker();
         }
         // invariant: no worker outlives its run.
-        debug_assert!(self.replicas.iter().all(|s| s.worker.borrow().is_none()));
+        debug_assert!(self.replicas.iter().all(|s| s.worker().is_none()));
     }
 }

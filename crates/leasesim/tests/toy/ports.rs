@@ -102,11 +102,12 @@ pub fn factory(name: &str) -> Option<Rc<WorkerFactory<Toy>>> {
     }))
 }
 
-/// Calls `run()` on a jittered schedule until a round reports the worker stopped.
+/// Calls `run()` on a jittered schedule until a round reports the worker stopped, or the
+/// replica was restarted with a fresh worker (which has a driver of its own).
 pub async fn drive(world: Rc<World<Toy>>, replica: ReplicaId) {
     let env = world.env();
     let state = world.replica(replica);
-    let Some(worker) = state.worker.borrow().clone() else {
+    let Some((worker, generation)) = state.worker() else {
         return;
     };
     let every = world.scenario().schedule.run_every_ms;
@@ -116,6 +117,9 @@ pub async fn drive(world: Rc<World<Toy>>, replica: ReplicaId) {
         env.sleep(every.max - env.range(0, every.max - every.min))
             .await;
         state.gate(env).await;
+        if state.replaced_since(generation) {
+            return;
+        }
         state.set_between_terms(false);
         env.note_for(replica, Note::RoundStarted { round });
         let end = worker.run().await;
