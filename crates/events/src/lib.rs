@@ -8,7 +8,7 @@
 //! Terminology:
 //! - *replica*: one process running a worker, `r1`..`rN` (stored 0-based).
 //! - *call*: one port request a worker sends; it has an id, and its life is
-//!   `Call` -> (`Rejected` | `Applied` [-> `ReplyLost`]) -> `Answered`. `Applied` is the
+//!   `Call`, then `Rejected` or `Applied` (then perhaps `ReplyLost`), then `Answered`. `Applied` is the
 //!   instant the service acts on it (token checks happen there, not at send); `Answered` is
 //!   the instant the worker receives the answer (after any pause of its process).
 //! - *operation*: the kind of a call ([`OpSet`]): faults and latencies are per operation.

@@ -83,7 +83,7 @@ pub struct CheckConfig {
 
 /// How a run's workers keep time, for `renewal-pause`: the renewal interval they were
 /// configured with and each replica's clock drift. Kept apart from [`CheckConfig`] (a run
-/// hands it to [`CheckerSet::with_clocks`]); without it `renewal-pause` checks only that a
+/// hands it to [`checker_set`]); without it `renewal-pause` checks only that a
 /// pause was started before each renewal.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClockConfig {
