@@ -720,8 +720,7 @@ fn the_failure_database_records_failures_and_the_next_fuzz_replays_them_first() 
             "fuzz",
             "--scenario",
             "slow-deletes",
-            "--seeds",
-            "0",
+            "--failures-only",
             "--jobs",
             "1",
         ],
@@ -737,13 +736,15 @@ fn the_failure_database_records_failures_and_the_next_fuzz_replays_them_first() 
             "--scenario",
             "slow-deletes",
             "--seeds",
-            "0",
+            "1",
+            "--start-seed",
+            "2000",
             "--jobs",
             "1",
             "--no-failure-db",
         ],
     );
-    assert_eq!(without.code, 0, "{}", without.dump());
+    assert_ne!(without.code, 2, "{}", without.dump());
     assert!(
         !without.stdout.contains("regression "),
         "{}",
@@ -767,8 +768,7 @@ fn a_regression_that_now_passes_is_reported_and_does_not_fail_the_campaign() {
             "fuzz",
             "--scenario",
             "steady",
-            "--seeds",
-            "0",
+            "--failures-only",
             "--failures",
             "db.toml",
             "--jobs",
@@ -1404,26 +1404,23 @@ fn junit_reports_a_failure_for_a_failing_worker_and_none_for_a_clean_one() {
 #[test]
 fn junit_reports_a_regression_that_still_fails() {
     let dir = tempdir();
-    let fuzz = |seeds: &str| {
-        leasesim(
-            dir.path(),
-            &[
-                "fuzz",
-                "--worker",
-                "stale-release",
-                "--scenario",
-                "slow-deletes",
-                "--seeds",
-                seeds,
-                "--jobs",
-                "1",
-                "--junit",
-                "report.xml",
-            ],
-        )
+    let fuzz = |plan: &[&str]| {
+        let args = [
+            "fuzz",
+            "--worker",
+            "stale-release",
+            "--scenario",
+            "slow-deletes",
+            "--jobs",
+            "1",
+            "--junit",
+            "report.xml",
+        ];
+        let args: Vec<&str> = args.iter().chain(plan).copied().collect();
+        leasesim(dir.path(), &args)
     };
-    assert_eq!(fuzz("1").code, 1);
-    let out = fuzz("0");
+    assert_eq!(fuzz(&["--seeds", "1"]).code, 1);
+    let out = fuzz(&["--failures-only"]);
     assert_eq!(out.code, 1, "{}", out.dump());
     let xml = std::fs::read_to_string(dir.path().join("report.xml")).expect("JUnit written");
     assert!(
@@ -1602,4 +1599,220 @@ fn a_scenario_file_must_name_a_known_system() {
         ],
     );
     assert_refused(dir.path(), &replay("typed.toml"), &["typed.toml:2:10"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. counts, seed ranges, required scenarios and choices files that do not fit
+
+#[test]
+fn zero_counts_are_refused_not_run() {
+    let dir = tempdir();
+    let fuzz = [
+        "fuzz",
+        "--scenario",
+        "steady",
+        "--seeds",
+        "0",
+        "--no-failure-db",
+        "--jobs",
+        "1",
+    ];
+    let zero = ["invalid value '0'", "a count of 0 would run nothing"];
+    let out = assert_refused(dir.path(), &fuzz, &zero);
+    assert!(out.stderr.contains("--seeds"), "{}", out.dump());
+    for flag in ["--ranges", "--max-seeds"] {
+        let args = [
+            "detect",
+            "--worker",
+            "stale-release",
+            "--jobs",
+            "1",
+            flag,
+            "0",
+        ];
+        let out = assert_refused(dir.path(), &args, &zero);
+        assert!(out.stderr.contains(flag), "{}", out.dump());
+        assert!(!out.stderr.contains("NaN"), "{}", out.dump());
+    }
+    let shrink = [
+        "shrink",
+        "--scenario",
+        "steady",
+        "--seed",
+        "0",
+        "--budget",
+        "0",
+    ];
+    assert_refused(dir.path(), &shrink, &zero);
+    // Ranges start a million seeds apart: a longer range would overlap the next one.
+    let overlapping = [
+        "detect",
+        "--worker",
+        "stale-release",
+        "--jobs",
+        "1",
+        "--max-seeds",
+        "1000001",
+    ];
+    assert_refused(
+        dir.path(),
+        &overlapping,
+        &["--max-seeds", "would overlap the next range"],
+    );
+}
+
+#[test]
+fn a_seed_range_past_the_last_seed_is_refused_not_wrapped() {
+    let dir = tempdir();
+    let fuzz = |seeds: &'static str| {
+        [
+            "fuzz",
+            "--scenario",
+            "steady",
+            "--start-seed",
+            "0xFFFFFFFFFFFFFFFE",
+            "--seeds",
+            seeds,
+            "--no-failure-db",
+            "--jobs",
+            "1",
+            "--json",
+        ]
+    };
+    assert_refused(
+        dir.path(),
+        &fuzz("3"),
+        &[
+            "invalid value `3` for --seeds",
+            "only 2 seed(s) remain",
+            "do not wrap around to 0",
+        ],
+    );
+    // The last two seeds themselves run.
+    let out = leasesim(dir.path(), &fuzz("2"));
+    assert_eq!(out.code, 0, "{}", out.dump());
+    assert_eq!(json(&out)["scenarios"][0]["seeds"], 2, "{}", out.dump());
+}
+
+#[test]
+fn replay_and_shrink_require_a_scenario_and_do_not_claim_a_default() {
+    let dir = tempdir();
+    for command in ["replay", "shrink"] {
+        let out = assert_refused(
+            dir.path(),
+            &[command, "--seed", "0"],
+            &["required", "--scenario <SCENARIO>"],
+        );
+        assert!(!out.stderr.contains("'all'"), "{}", out.dump());
+        let help = leasesim(dir.path(), &[command, "--help"]);
+        assert_eq!(help.code, 0, "{}", help.dump());
+        let line = help
+            .stdout
+            .lines()
+            .find(|line| line.trim_start().starts_with("--scenario"))
+            .unwrap_or_else(|| panic!("no --scenario in {command} --help:\n{}", help.stdout));
+        assert!(!line.contains("[default"), "{command} --help: {line}");
+    }
+    // fuzz keeps its default of every builtin scenario.
+    let help = leasesim(dir.path(), &["fuzz", "--help"]);
+    assert!(help.stdout.contains("[default: all]"), "{}", help.dump());
+}
+
+#[test]
+fn list_help_says_what_list_prints() {
+    let dir = tempdir();
+    let help = leasesim(dir.path(), &["list", "--help"]);
+    assert_eq!(help.code, 0, "{}", help.dump());
+    for piece in [
+        "description",
+        "defective worker",
+        "the invariants that catch it",
+        "when it holds",
+        "sometimes",
+        "\"caught_by\"",
+    ] {
+        assert!(
+            help.stdout.contains(piece),
+            "lacks `{piece}`:\n{}",
+            help.stdout
+        );
+    }
+}
+
+#[test]
+fn an_empty_choices_file_is_refused() {
+    let dir = tempdir();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write("empty.choices", "");
+    write(
+        "header-only.choices",
+        "# leasesim choices v2\n# scenario: steady\n# worker: correct\n",
+    );
+    for file in ["empty.choices", "header-only.choices"] {
+        assert_refused(
+            dir.path(),
+            &["replay", "--scenario", "steady", "--choices", file],
+            &[file, "holds no choices"],
+        );
+    }
+}
+
+#[test]
+fn a_choices_file_of_another_scenario_or_worker_is_refused_unless_forced() {
+    let dir = tempdir();
+    shrink_into(dir.path(), "stale-release", "slow-deletes", "0");
+    let file = "min.choices";
+    let replay = |scenario: &'static str, worker: &'static str, force: bool| {
+        let mut args = vec![
+            "replay",
+            "--scenario",
+            scenario,
+            "--worker",
+            worker,
+            "--choices",
+            file,
+        ];
+        if force {
+            args.push("--force");
+        }
+        leasesim(dir.path(), &args)
+    };
+    let wanted = |out: &Output, pieces: &[&str]| {
+        for piece in pieces {
+            assert!(
+                out.stderr.contains(piece),
+                "lacks `{piece}`\n{}",
+                out.dump()
+            );
+        }
+    };
+    let worker = replay("slow-deletes", "correct", false);
+    assert_eq!(worker.code, 2, "{}", worker.dump());
+    assert!(worker.stdout.is_empty(), "{}", worker.dump());
+    wanted(
+        &worker,
+        &[
+            "was recorded with worker stale-release",
+            "this replay runs worker correct",
+            "--force",
+        ],
+    );
+    let scenario = replay("steady", "stale-release", false);
+    assert_eq!(scenario.code, 2, "{}", scenario.dump());
+    wanted(&scenario, &["was recorded with scenario slow-deletes"]);
+    // With --force the fixed worker replays the old counterexample, and is told it differs.
+    let forced = replay("slow-deletes", "correct", true);
+    assert_eq!(forced.code, 0, "{}", forced.dump());
+    wanted(
+        &forced,
+        &[
+            "warning:",
+            "was recorded with worker stale-release",
+            "(--force)",
+        ],
+    );
+    // What it was recorded for replays without a word.
+    let same = replay("slow-deletes", "stale-release", false);
+    assert_eq!(same.code, 1, "{}", same.dump());
+    assert!(!same.stderr.contains("warning"), "{}", same.dump());
 }

@@ -48,7 +48,31 @@ fn ranges_in_parallel(
     results
 }
 
+/// Refuses range counts whose ranges would overlap or run past the last seed.
+fn check_ranges(args: &DetectArgs) -> Result<(), UsageError> {
+    if args.max_seeds > RANGE_STRIDE {
+        return Err(UsageError::BadValue {
+            flag: "--max-seeds",
+            given: args.max_seeds.to_string(),
+            why: format!(
+                "ranges start {RANGE_STRIDE} seeds apart, so a range may run at most \
+                 {RANGE_STRIDE} seeds (more would overlap the next range)"
+            ),
+        });
+    }
+    let most = u64::MAX / RANGE_STRIDE;
+    if args.ranges > most {
+        return Err(UsageError::BadValue {
+            flag: "--ranges",
+            given: args.ranges.to_string(),
+            why: format!("at most {most} ranges of {RANGE_STRIDE} seeds fit below 2^64"),
+        });
+    }
+    Ok(())
+}
+
 pub fn detect_command(args: DetectArgs) -> Result<i32, UsageError> {
+    check_ranges(&args)?;
     if let Some(system) = &args.system {
         catalog::check_system(system)?;
     }
@@ -120,11 +144,16 @@ fn print_row(worker: &str, strategy: Strategy, results: &[RangeResult]) -> bool 
     } else {
         String::new()
     };
+    // A worker no range detected has no median: `-`, as for its maximum.
+    let median_text = |sorted: &[u64]| match sorted.is_empty() {
+        true => "-".to_string(),
+        false => format!("{:.1}", median(sorted)),
+    };
     println!(
-        "| {worker} | {strategy} | {:.1} | {} | {:.1} | {} | {}/{} | {top}{stray_note} |",
-        median(&seeds),
+        "| {worker} | {strategy} | {} | {} | {} | {} | {}/{} | {top}{stray_note} |",
+        median_text(&seeds),
         seeds.last().map_or("-".into(), u64::to_string),
-        median(&runs),
+        median_text(&runs),
         runs.last().map_or("-".into(), u64::to_string),
         seeds.len(),
         results.len(),
