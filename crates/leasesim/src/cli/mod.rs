@@ -828,6 +828,17 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     prepare_output(&out, "the shrunk choices")?;
     let started = Instant::now();
     let Some(shrunk) = runner.shrink(Feed::Seed(args.seed), args.budget) else {
+        // Nothing to shrink: the seed passes, or ran out of its budget (no invariant broke).
+        let report = runner.run(Feed::Seed(args.seed), false, false);
+        if report.failed() {
+            println!(
+                "seed {} of {reference} with worker {worker}: nothing to shrink, no invariant \
+                 broke: {}",
+                args.seed,
+                report.verdict_line()
+            );
+            return Ok(1);
+        }
         println!(
             "seed {} of {reference} passes with worker {worker}: nothing to shrink",
             args.seed
