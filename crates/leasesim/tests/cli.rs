@@ -1034,7 +1034,10 @@ fn malformed_scenario_overrides_in_a_choices_file_are_refused_with_their_locatio
         ),
         (
             "range.choices",
-            ["range.choices:2:18", "replicas must be 1..=64, got 65"],
+            [
+                "range.choices:2:18",
+                "override `replicas`: must be a whole number from 1 to 64, got 65",
+            ],
         ),
         (
             "version.choices",
@@ -1815,4 +1818,63 @@ fn a_choices_file_of_another_scenario_or_worker_is_refused_unless_forced() {
     let same = replay("slow-deletes", "stale-release", false);
     assert_eq!(same.code, 1, "{}", same.dump());
     assert!(!same.stderr.contains("warning"), "{}", same.dump());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 11. scenario values a run cannot do are refused, not blamed on the worker
+
+#[test]
+fn scenario_values_no_run_can_do_are_refused_before_any_seed() {
+    let dir = tempdir();
+    let write = |name: &str, body: &str| {
+        let text = format!("description = \"x\"\nsystem = \"retention\"\n{body}\n");
+        std::fs::write(dir.path().join(name), text).unwrap();
+    };
+    write("forever.toml", "duration_ms = 1_000_000_000_000");
+    write("zero.toml", "duration_ms = 0");
+    write("rows.toml", "[store]\nrows = 1_000_000_000");
+    write("typed.toml", "replicas = \"three\"");
+    let fuzz = |file: &'static str| {
+        [
+            "fuzz",
+            "--scenario",
+            file,
+            "--seeds",
+            "1",
+            "--jobs",
+            "1",
+            "--no-failure-db",
+        ]
+    };
+    let out = assert_refused(
+        dir.path(),
+        &fuzz("forever.toml"),
+        &[
+            "forever.toml:3:15",
+            "`duration_ms` must be a whole number from 1 to 3600000, got 1000000000000",
+        ],
+    );
+    assert!(!out.stderr.contains("fuzz forever"), "{}", out.dump());
+    assert_refused(
+        dir.path(),
+        &fuzz("zero.toml"),
+        &["zero.toml:3:15: `duration_ms` must be a whole number from 1 to 3600000, got 0"],
+    );
+    assert_refused(
+        dir.path(),
+        &fuzz("rows.toml"),
+        &[
+            "rows.toml:4:8: `store.rows` (1000000000) leaves a backlog no run can drain",
+            "set `drain = false`",
+        ],
+    );
+    let out = assert_refused(
+        dir.path(),
+        &["replay", "--scenario", "typed.toml", "--seed", "0"],
+        &[
+            "typed.toml:3:12: `replicas`: invalid type: string \"three\"",
+            "expected a whole number from 1 to 64",
+        ],
+    );
+    assert!(!out.stderr.contains("u16"), "{}", out.dump());
 }
