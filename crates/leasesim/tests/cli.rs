@@ -1436,7 +1436,7 @@ fn junit_reports_a_regression_that_still_fails() {
 // 9. replay --format json
 
 #[test]
-fn replay_format_json_prints_one_event_object_per_line() {
+fn replay_format_json_prints_a_header_one_event_object_per_line_and_relative_clocks() {
     let dir = tempdir();
     let target = [
         "replay",
@@ -1454,16 +1454,51 @@ fn replay_format_json_prints_one_event_object_per_line() {
     let mut previous = None;
     let mut count = 0;
     let lines: Vec<&str> = out.stdout.lines().collect();
-    let (verdict, events) = lines.split_last().expect("at least the verdict line");
+    let (verdict, lines) = lines.split_last().expect("at least the verdict line");
+    let (header, events) = lines.split_first().expect("a header line first");
+    let header: Value = serde_json::from_str(header).expect("the first line is the header");
+    assert_eq!(header["kind"], "header", "{header}");
+    for (key, wanted) in [
+        ("system", "retention"),
+        ("scenario", "backlog-cap"),
+        ("feed", "seed 0"),
+        ("worker", "uncapped"),
+        ("strategy", "random"),
+        ("checkers", "25 halting (all)"),
+    ] {
+        assert_eq!(header[key], wanted, "{header}");
+    }
+    let verdict_line = text
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("verdict:  "))
+        .expect("the text header has a verdict");
+    assert_eq!(header["verdict"], verdict_line, "{header}");
     let verdict: Value = serde_json::from_str(verdict).expect("the last line is the verdict");
+    assert_eq!(verdict["kind"], "verdict", "{verdict}");
     assert_eq!(verdict["verdict"], "term-cap", "{verdict}");
     assert_eq!(verdict["pass"], false, "{verdict}");
+    let mut clock_reads = 0;
     for line in events {
         let value: Value = serde_json::from_str(line)
             .unwrap_or_else(|err| panic!("not one JSON object per line ({err}): {line}"));
         let object = value.as_object().expect("each line is an object");
         for key in ["seq", "at_ms", "replica", "event", "text"] {
             assert!(object.contains_key(key), "no `{key}` in {line}");
+        }
+        assert_eq!(object["kind"], "event", "{line}");
+        // Clock values are relative to the run's start, as in the text trace.
+        if let Some(now_ms) = object["event"]["clock_read"]["now_ms"].as_i64() {
+            let shown = format!("clock reads {now_ms:+}ms");
+            assert_eq!(object["text"], shown, "{line}");
+            clock_reads += 1;
+        }
+        if let Some(cutoff_ms) =
+            object["event"]["call"]["request"]["delete"]["older_than_ms"].as_i64()
+        {
+            let shown = format!("older_than={cutoff_ms:+}ms");
+            let text = object["text"].as_str().expect("text is a string");
+            assert!(text.contains(&shown), "{line}");
         }
         let seq = object["seq"].as_u64().expect("seq is a number");
         assert!(
@@ -1473,6 +1508,7 @@ fn replay_format_json_prints_one_event_object_per_line() {
         previous = Some(seq);
         count += 1;
     }
+    assert!(clock_reads > 0, "no clock read to compare:\n{}", out.stdout);
     assert!(
         text.stdout
             .contains(&format!("\n{count} events; verdict: ")),

@@ -738,7 +738,7 @@ fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
     let mut stdout = std::io::stdout().lock();
     let text = match args.format {
         Format::Text => report.trace(&head),
-        Format::Json => report.json(),
+        Format::Json => report.json(&head),
     };
     let _ = stdout.write_all(text.as_bytes());
     Ok(i32::from(report.failed()))
