@@ -1260,6 +1260,21 @@ fn fuzz_json_is_one_document_with_the_documented_keys() {
     assert_eq!(document["worker"], "early-cutoff");
     assert_eq!(document["strategy"], "random");
     assert_eq!(document["regressions"], Value::Array(vec![]));
+    assert_eq!(
+        document["seed_range"],
+        serde_json::json!({"start": 0, "count": 2, "last": 1, "duration_ms": null, "shard": "1/1"}),
+        "{}",
+        first.dump()
+    );
+    assert_eq!(
+        document["totals"],
+        serde_json::json!({
+            "scenarios": 1, "seeds": 2, "failing": 2, "failures": {"fixed-cutoff": 2},
+            "expected": {}, "regressions": 0, "regressions_still_failing": 0,
+        }),
+        "{}",
+        first.dump()
+    );
     let scenario = &document["scenarios"][0];
     for key in [
         "scenario",
@@ -1310,6 +1325,8 @@ fn fuzz_json_is_one_document_with_the_documented_keys() {
         );
     }
     assert_eq!(regressions[0]["still_fails"], true);
+    assert_eq!(document["totals"]["regressions"], 2, "{}", second.dump());
+    assert_eq!(document["totals"]["regressions_still_failing"], 2);
 }
 
 #[test]
@@ -1381,6 +1398,15 @@ fn junit_reports_a_failure_for_a_failing_worker_and_none_for_a_clean_one() {
         "{xml}"
     );
     assert!(xml.contains("seed 0: fixed-cutoff: "), "{xml}");
+    // Each failure carries the line that replays it, as the terminal does.
+    for seed in [0, 1] {
+        let replay =
+            format!("leasesim replay --scenario steady --seed {seed} --worker early-cutoff");
+        assert!(
+            xml.contains(&format!("\n{replay}\n")),
+            "no `{replay}` in:\n{xml}"
+        );
+    }
     assert!(xml.trim_end().ends_with("</testsuites>"), "{xml}");
 
     let clean = leasesim(
@@ -1429,6 +1455,11 @@ fn junit_reports_a_regression_that_still_fails() {
     assert!(
         xml.contains("<failure"),
         "the campaign exits 1 on a regression, but its JUnit report has no failure:\n{xml}"
+    );
+    let replay = "leasesim replay --scenario slow-deletes --seed 0 --worker stale-release";
+    assert!(
+        xml.contains(replay),
+        "the regression lacks its replay line:\n{xml}"
     );
 }
 

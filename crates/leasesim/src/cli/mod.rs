@@ -373,10 +373,9 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
     report_findings(
         &summaries,
         &regressions,
-        &worker,
-        strategy,
+        (&worker, strategy),
         &scenarios,
-        args.json,
+        args.json.then(|| seed_range_json(&args)),
     );
     let failed =
         summaries.iter().any(|s| s.failed_seeds() > 0) || regressions.iter().any(|r| r.still_fails);
@@ -390,7 +389,12 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         args.json,
     );
     if let Some(path) = &args.junit {
-        report::write_junit(path, &summaries, &regressions, &worker)?;
+        report::write_junit(
+            path,
+            (&summaries, &scenarios),
+            &regressions,
+            (&worker, strategy),
+        )?;
     }
     saved?;
     if let (Strategy::Pct { .. }, false) = (strategy, args.json) {
@@ -572,18 +576,43 @@ fn run_one_campaign(campaign: &ScenarioCampaign, interactive: bool) -> ScenarioS
     summary
 }
 
+/// `--json`'s `seed_range`: the seeds each scenario was asked for: from `start`, `count` of
+/// them (`last` the last one) or as many as `duration_ms` allowed, in shard `K/N`.
+fn seed_range_json(args: &FuzzArgs) -> serde_json::Value {
+    let shard = format!("{}/{}", args.shard.0, args.shard.1);
+    let start = args.start_seed;
+    match (args.duration, args.failures_only) {
+        (Some(duration_ms), _) => serde_json::json!({
+            "start": start, "count": null, "last": null, "duration_ms": duration_ms,
+            "shard": shard,
+        }),
+        (None, true) => serde_json::json!({
+            "start": start, "count": 0, "last": null, "duration_ms": null, "shard": shard,
+        }),
+        (None, false) => serde_json::json!({
+            "start": start, "count": args.seeds, "last": start + (args.seeds - 1),
+            "duration_ms": null, "shard": shard,
+        }),
+    }
+}
+
 fn report_findings(
     summaries: &[ScenarioSummary],
     regressions: &[Regression],
-    worker: &str,
-    strategy: Strategy,
+    (worker, strategy): (&str, Strategy),
     scenarios: &[Arc<dyn AnyScenario>],
-    json: bool,
+    json: Option<serde_json::Value>,
 ) {
-    if json {
+    if let Some(seed_range) = json {
         println!(
             "{}",
-            report::json_summary(summaries, regressions, scenarios, worker, strategy)
+            report::json_summary(
+                summaries,
+                regressions,
+                scenarios,
+                (worker, strategy),
+                seed_range
+            )
         );
         return;
     }
