@@ -118,6 +118,15 @@ pub fn detect_command(args: DetectArgs) -> Result<i32, UsageError> {
     Ok(i32::from(missed))
 }
 
+/// A median as the table shows it: one decimal, or `-` when no range detected the worker (as
+/// for its maximum; never `NaN`).
+fn median_text(sorted: &[u64]) -> String {
+    match sorted.is_empty() {
+        true => "-".to_string(),
+        false => format!("{:.1}", median(sorted)),
+    }
+}
+
 /// Prints one table row; returns true when some range did not detect the worker.
 fn print_row(worker: &str, strategy: Strategy, results: &[RangeResult]) -> bool {
     let mut seeds: Vec<u64> = results
@@ -144,11 +153,6 @@ fn print_row(worker: &str, strategy: Strategy, results: &[RangeResult]) -> bool 
     } else {
         String::new()
     };
-    // A worker no range detected has no median: `-`, as for its maximum.
-    let median_text = |sorted: &[u64]| match sorted.is_empty() {
-        true => "-".to_string(),
-        false => format!("{:.1}", median(sorted)),
-    };
     println!(
         "| {worker} | {strategy} | {} | {} | {} | {} | {}/{} | {top}{stray_note} |",
         median_text(&seeds),
@@ -159,4 +163,15 @@ fn print_row(worker: &str, strategy: Strategy, results: &[RangeResult]) -> bool 
         results.len(),
     );
     seeds.len() < results.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_undetected_worker_shows_a_dash_not_nan() {
+        assert_eq!(median_text(&[]), "-");
+        assert_eq!(median_text(&[1, 2]), "1.5");
+    }
 }
