@@ -727,6 +727,11 @@ fn the_failure_database_records_failures_and_the_next_fuzz_replays_them_first() 
     );
     assert_eq!(other.code, 0, "{}", other.dump());
     assert!(!other.stdout.contains("regression "), "{}", other.dump());
+    assert!(
+        other.stderr.contains("records no failure of this campaign"),
+        "{}",
+        other.dump()
+    );
     let without = leasesim(
         dir.path(),
         &[

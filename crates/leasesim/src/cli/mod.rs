@@ -356,6 +356,14 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         Some(db) => replay_regressions(db, &scenarios, &worker, strategy),
         None => Vec::new(),
     };
+    if args.failures_only && regressions.is_empty() {
+        // Said out loud: an empty regression set checks nothing.
+        eprintln!(
+            "note: {} records no failure of this campaign's scenarios, worker and strategy: \
+             nothing was replayed",
+            args.failures.display()
+        );
+    }
     let mut summaries = Vec::new();
     for (index, scenario) in scenarios.iter().enumerate() {
         let campaign = ScenarioCampaign {
