@@ -158,6 +158,9 @@ where
 /// lease lifetimes).
 pub type SpanMs = Whole<1, MAX_SPAN_MS>;
 
+/// What [`SpanMs`] was called before spans were bounded; systems' settings may still say it.
+pub type Positive = SpanMs;
+
 /// Reads `[min, max]` of whole numbers in `low..=high`, `min <= max`.
 fn range_in<'de, D: Deserializer<'de>>(
     deserializer: D,
