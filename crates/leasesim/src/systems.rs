@@ -124,7 +124,8 @@ pub trait AnyReport {
     /// The fault profile's header lines.
     fn profile(&self) -> Vec<String>;
     fn trace(&self, head: &TraceHeader) -> String;
-    fn json(&self) -> String;
+    /// JSON lines: the header, the events, the verdict.
+    fn json(&self, head: &TraceHeader) -> String;
     fn digest(&self, head: &TraceHeader, max_lines: usize) -> String;
     fn html(&self, head: &TraceHeader) -> String;
     fn as_any(&self) -> &dyn Any;
@@ -437,8 +438,8 @@ impl<S: System> AnyReport for ReportOf<S> {
         trace::render(head, &self.report)
     }
 
-    fn json(&self) -> String {
-        trace::render_json(&self.report)
+    fn json(&self, head: &TraceHeader) -> String {
+        trace::render_json(head, &self.report)
     }
 
     fn digest(&self, head: &TraceHeader, max_lines: usize) -> String {
