@@ -17,7 +17,7 @@ use std::fmt;
 /// The part of the lifetime kept back from the trusted time: one fifth.
 const UNTRUSTED_DIVISOR: u64 = 5;
 
-/// Configuration of a [`HolderLock`](crate::HolderLock).
+/// Configuration of a [`JobRunner`](crate::JobRunner).
 ///
 /// The default claims `job:nightly-rollup` for five minutes and renews it every minute.
 #[derive(Clone, Debug, PartialEq, Eq)]

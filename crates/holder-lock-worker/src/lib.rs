@@ -6,7 +6,7 @@
 //! - *holder token*: the fresh, unguessable value an attempt writes with its claim, so that
 //!   its release deletes only its own claim, never one another worker took after the first
 //!   reached its deadline.
-//! - *attempt*: one call of [`HolderLock::run`]; it ends with an [`AttemptReport`].
+//! - *attempt*: one call of [`JobRunner::run`]; it ends with an [`AttemptReport`].
 //! - *port*: one of [`Clock`], [`Store`], [`TokenSource`], [`Job`]: the worker's only contact
 //!   with the world. No runtime is named anywhere in this crate, so any executor can drive it.
 //!
@@ -27,4 +27,4 @@ pub use ports::{
 };
 pub use report::{AttemptEnd, AttemptReport, Found, LossCause, Release, RunError};
 pub use wake::{Changed, Deadline};
-pub use worker::HolderLock;
+pub use worker::JobRunner;

@@ -1,7 +1,7 @@
 //! What one attempt reports.
 //!
 //! Terminology:
-//! - *attempt*: one call of [`HolderLock::run`](crate::HolderLock::run): a fresh token, a
+//! - *attempt*: one call of [`JobRunner::run`](crate::JobRunner::run): a fresh token, a
 //!   conditional create, the job under the claim if the create won, the release.
 //! - *release*: what the attempt did with its claim at the end: deleted it (conditionally),
 //!   left it to run out (on a store without compare-and-delete), or found it gone.

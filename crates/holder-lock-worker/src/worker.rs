@@ -30,7 +30,7 @@ use crate::wake::{Changed, Deadline};
 /// Runs a job under a holder-token claim; see the module docs.
 ///
 /// Single-threaded: share it with `Rc` and drive its futures on any executor.
-pub struct HolderLock<C: Clock, S: Store, T: TokenSource, J: Job> {
+pub struct JobRunner<C: Clock, S: Store, T: TokenSource, J: Job> {
     config: ClaimConfig,
     clock: C,
     store: S,
@@ -46,9 +46,9 @@ pub struct HolderLock<C: Clock, S: Store, T: TokenSource, J: Job> {
     changed: Changed,
 }
 
-impl<C: Clock, S: Store, T: TokenSource, J: Job> fmt::Debug for HolderLock<C, S, T, J> {
+impl<C: Clock, S: Store, T: TokenSource, J: Job> fmt::Debug for JobRunner<C, S, T, J> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HolderLock")
+        f.debug_struct("JobRunner")
             .field("config", &self.config)
             .field("stop_requested", &self.stop_requested.get())
             .field("active", &self.active.get())
@@ -73,7 +73,7 @@ struct RenewalOutcome {
     trust_passed: bool,
 }
 
-impl<C: Clock, S: Store, T: TokenSource, J: Job> HolderLock<C, S, T, J> {
+impl<C: Clock, S: Store, T: TokenSource, J: Job> JobRunner<C, S, T, J> {
     /// Builds a worker; fails with the first rule `config` breaks. No port is touched.
     pub fn new(
         config: ClaimConfig,
@@ -83,7 +83,7 @@ impl<C: Clock, S: Store, T: TokenSource, J: Job> HolderLock<C, S, T, J> {
         job: J,
     ) -> Result<Self, ConfigError> {
         config.validate()?;
-        Ok(HolderLock {
+        Ok(JobRunner {
             config,
             clock,
             store,
@@ -253,10 +253,13 @@ impl<C: Clock, S: Store, T: TokenSource, J: Job> HolderLock<C, S, T, J> {
             }
             let mut candidate = self.trust_from_now().await;
             let outcome = self.renew(token, &mut trust, abort).await;
+            // A stop or the trust's end may have come with the answer: the job stops now.
             if self.stop_requested.get() && !job_over.get() {
+                abort.abort();
                 return (Kept::Stopped, renewals);
             }
             if outcome.trust_passed && !job_over.get() {
+                abort.abort();
                 return (Kept::Lost(LossCause::NotRenewedInTime), renewals);
             }
             let loss = match outcome.answer {

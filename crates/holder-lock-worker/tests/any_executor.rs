@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
 use holder_lock_worker::{
-    AttemptEnd, ClaimConfig, Clock, HolderLock, HolderToken, Job, JobError, Release, Removal,
+    AttemptEnd, ClaimConfig, Clock, HolderToken, Job, JobError, JobRunner, Release, Removal,
     Renewal, RunError, Store, StoreError, TokenSource,
 };
 
@@ -102,8 +102,8 @@ impl Wake for Counting {
     }
 }
 
-fn worker(ports: &HandPorts) -> HolderLock<&HandPorts, &HandPorts, &HandPorts, &HandPorts> {
-    HolderLock::new(ClaimConfig::default(), ports, ports, ports, ports).expect("valid")
+fn worker(ports: &HandPorts) -> JobRunner<&HandPorts, &HandPorts, &HandPorts, &HandPorts> {
+    JobRunner::new(ClaimConfig::default(), ports, ports, ports, ports).expect("valid")
 }
 
 #[test]

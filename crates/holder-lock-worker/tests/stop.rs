@@ -78,6 +78,23 @@ fn stop_during_a_renewal_stops_the_job_at_once_and_waits_for_the_renewals_answer
 }
 
 #[test]
+fn a_stop_that_comes_with_a_renewals_answer_stops_the_job_all_the_same() {
+    let (mut sim, world) = World::new();
+    world.job.steps.set(10);
+    // The renewal sent at 302 is answered at 320, the instant the stop comes; the stop is
+    // polled first.
+    world.store.set_latency("renew", 9);
+    let worker = world.worker(config(Some(300)));
+    let stopper = async {
+        world.handle.sleep(320).await;
+        worker.stop().await;
+    };
+    let ((), result) = drive(&mut sim, async { futures::join!(stopper, worker.run()) });
+    assert_eq!(world.log.step_times(), vec![102, 202, 302]);
+    assert_eq!(result.unwrap().end, AttemptEnd::Stopped);
+}
+
+#[test]
 fn stop_during_the_create_releases_the_claim_the_create_makes_and_runs_no_job() {
     let (mut sim, world) = World::new();
     world.store.set_latency("create", 20);

@@ -18,8 +18,8 @@ use std::future::Future;
 use std::rc::Rc;
 
 use holder_lock_worker::{
-    ClaimConfig, Clock, HolderLock, HolderToken, Job, JobError, Removal, Renewal, Store,
-    StoreError, TokenSource,
+    ClaimConfig, Clock, HolderToken, Job, JobError, JobRunner, Removal, Renewal, Store, StoreError,
+    TokenSource,
 };
 use leasesim_rt::{Handle, Sim, SimConfig};
 
@@ -356,7 +356,7 @@ pub struct World {
 }
 
 /// The worker on a world's fakes.
-pub type Worker<'w> = HolderLock<&'w FakeClock, &'w FakeStore, &'w FakeTokens, &'w FakeJob>;
+pub type Worker<'w> = JobRunner<&'w FakeClock, &'w FakeStore, &'w FakeTokens, &'w FakeJob>;
 
 impl World {
     /// The runtime and a world on it; the job takes 4 steps of 100 ms. Every test drives the
@@ -396,7 +396,7 @@ impl World {
     }
 
     pub fn worker(&self, config: ClaimConfig) -> Worker<'_> {
-        HolderLock::new(config, &self.clock, &self.store, &self.tokens, &self.job)
+        JobRunner::new(config, &self.clock, &self.store, &self.tokens, &self.job)
             .expect("a valid configuration")
     }
 }
