@@ -256,8 +256,8 @@ impl TokenSource for SimTokens {
 
 impl Job for SimJob {
     /// Draws the job's length (usual or long), then takes a step every `step_ms` on the
-    /// replica's clock, each one an effect (`Note::JobStep`); a step fails with the
-    /// `job_fail` probability. Dropped, it takes no further step.
+    /// replica's clock (held by the replica's pauses), each one an effect (`Note::JobStep`);
+    /// a step fails with the `job_fail` probability. Dropped, it takes no further step.
     async fn run(&self) -> Result<(), JobError> {
         let world: &World<HolderLock> = self.0.world();
         let steps = draw_job(world);
@@ -267,8 +267,12 @@ impl Job for SimJob {
             duration_ms,
             steps: count,
         });
+        let (env, state) = (world.env(), world.replica(self.0.replica()));
         for (step, ms) in (1..).zip(steps) {
-            self.0.sleep(ms).await;
+            // The job's own pace, on the replica's clock and held by its pauses; not a timer
+            // of the worker, so no `TimerSet` event.
+            env.sleep(state.virtual_span_ms(ms)).await;
+            state.gate(env).await;
             if world.fault(world.profile().system.job_fail) {
                 self.0.note(Note::JobFailed { step });
                 return Err(JobError {

@@ -231,7 +231,7 @@ impl Annotator<HolderLock> for Handover {
                 key: Key::Claim,
                 removed,
             } if removed.by != to => Some(format!(
-                "** {to} deleted {}'s live claim: the key is free while {} still works",
+                "** {to} deleted {}'s live claim: the key is free though {} holds it",
                 removed.by, removed.by
             )),
             _ => None,

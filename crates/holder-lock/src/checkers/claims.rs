@@ -439,6 +439,9 @@ impl Checker<HolderLock> for ClaimKept {
     }
 
     fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+        if !self.renewal {
+            return None;
+        }
         // Judged before this event changes anything: at its instant, was the claim kept?
         let verdict = self.judge(event, event.at_ms);
         if verdict.is_some() {

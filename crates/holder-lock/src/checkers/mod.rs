@@ -22,6 +22,8 @@ mod release;
 mod stop;
 #[cfg(test)]
 mod testkit;
+#[cfg(test)]
+mod tests;
 mod tokens;
 pub mod track;
 

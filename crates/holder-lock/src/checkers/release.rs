@@ -41,11 +41,11 @@ pub fn release_seen(request: &Request, answer: Answer, own: Option<u64>) -> Rele
 fn release_name(kind: ReleaseKind) -> &'static str {
     match kind {
         ReleaseKind::None => "no release",
-        ReleaseKind::Deleted => "deleted",
-        ReleaseKind::LeftToExpire => "left to run out",
-        ReleaseKind::GoneForeign => "gone (another token held the key)",
-        ReleaseKind::GoneAbsent => "gone (the key was absent)",
-        ReleaseKind::Failed => "failed",
+        ReleaseKind::Deleted => "a deletion",
+        ReleaseKind::LeftToExpire => "a claim left to run out",
+        ReleaseKind::GoneForeign => "a claim gone (another token held the key)",
+        ReleaseKind::GoneAbsent => "a claim gone (the key was absent)",
+        ReleaseKind::Failed => "a failed release",
     }
 }
 
@@ -101,8 +101,8 @@ impl ReleaseReported {
                 .as_ref()
                 .map_or(String::new(), |a| format!(" at {}", At(a.at_ms)));
             format!(
-                "{who} reported its release as {} at {}, but its release was answered {}{when}: \
-                 a release that deleted nothing must be reported",
+                "{who} reported {} at {}, but the answers to its release said {}{when}: a \
+                 release that deleted nothing must be reported",
                 release_name(reported),
                 At(event.at_ms),
                 release_name(seen)
