@@ -90,10 +90,19 @@ pub fn applied_text(applied: &Applied) -> String {
             ClockMs(expires_at_ms)
         ),
         Applied::RenewRefused { held, .. } => format!("not renewed: {}", held_text(held)),
-        Applied::Deleted { removed, .. } => format!(
+        Applied::Deleted {
+            key: Key::Claim,
+            removed,
+        } => format!(
             "deleted {}'s claim token={}",
             removed.by,
             token(removed.token)
+        ),
+        Applied::Deleted { key, removed } => format!(
+            "deleted {}'s token={} from {}",
+            removed.by,
+            token(removed.token),
+            key.name()
         ),
         Applied::NotDeleted { held, .. } => format!("deleted nothing: {}", held_text(held)),
         Applied::Unsupported { .. } => "refused: this store has no compare-and-delete".into(),

@@ -409,7 +409,9 @@ impl ClaimKept {
                 }
             }
             EventKind::Note(Note::AttemptStarted { attempt }) => {
-                let replica = event.event.replica.expect("a replica note");
+                let Some(replica) = event.event.replica else {
+                    return;
+                };
                 let paused = *self.paused_until_ms.at(replica) > event.at_ms;
                 let healed = self.healed_ms.is_some_and(|at| at <= event.at_ms);
                 if healed && !paused {

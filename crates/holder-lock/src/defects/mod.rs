@@ -90,7 +90,7 @@ pub const DEFECTS: &[DefectInfo] = &[
     DefectInfo {
         name: "fixed-token",
         description: "uses its process id as the holder token of every attempt",
-        caught_by: &["fresh-token", "delete-own-claim"],
+        caught_by: &["fresh-token"],
         flaws: |replica| Flaws {
             token: TokenFlaw::ProcessId(process_id(replica)),
             ..Flaws::NONE
