@@ -119,6 +119,9 @@ impl<C: Clock, S: Store, T: TokenSource, J: Job> JobRunner<C, S, T, J> {
     /// - Then, on every way out, release: delete only while the key holds this token (or, on
     ///   a store without compare-and-delete, read it and leave the claim to run out). A
     ///   release that finds the claim gone is counted in `claims_gone`.
+    ///
+    /// Dropping the future mid-attempt frees the attempt slot (so `stop` still resolves) but
+    /// cannot release the claim; it then runs out on its own.
     pub async fn run(&self) -> Result<AttemptReport, RunError> {
         if self.active.get() {
             return Err(RunError::AlreadyRunning);

@@ -518,3 +518,49 @@ fn a_store_without_compare_and_delete_never_sees_a_conditional_delete_from_the_c
         );
     }
 }
+
+#[test]
+fn a_worker_is_checked_from_a_test_with_leasesim_holder_lock_check() {
+    use leasesim::holder_lock::check;
+    let make = leasesim::holder_lock::correct_worker_of;
+    let summary = check("holder-steady", make).seeds(10);
+    assert_eq!((summary.seeds, summary.skipped), (10, false));
+    let failure = check("holder-long-jobs", make)
+        .builtin_worker("plain-delete")
+        .try_seeds(20)
+        .expect_err("plain-delete frees a rival's claim");
+    assert_eq!(failure.outcome.invariant(), Some(Invariant::DeleteOwnClaim));
+    assert!(
+        failure.replay.contains("--worker plain-delete"),
+        "{}",
+        failure.replay
+    );
+}
+
+#[test]
+fn a_shrunk_counterexample_draws_its_foreign_delete_and_violation_on_a_timeline() {
+    let scenario = leasesim::catalog::resolve_one("holder-long-jobs").unwrap();
+    let runner = scenario.runner("plain-delete", Strategy::Random).unwrap();
+    let shrunk = runner
+        .shrink(Feed::Seed(0), 20_000)
+        .expect("plain-delete fails seed 0");
+    let head = runner.header("seed 0, shrunk".into());
+    let html = shrunk.report.html(&head);
+    assert!(html.contains("id=\"violation\""), "the violation is marked");
+    assert!(
+        html.contains(">r1</text>") && html.contains(">r2</text>"),
+        "a lane per replica"
+    );
+    // The delete of another replica's live claim is drawn as a stale delete.
+    assert!(
+        html.contains("<g class=\"ms\"><title>stale delete"),
+        "the foreign delete is drawn"
+    );
+    let lower = html.to_lowercase();
+    for outside in ["http://", "https://", "<script src", "<link"] {
+        assert!(
+            !lower.contains(outside),
+            "the document reaches outside: {outside}"
+        );
+    }
+}
