@@ -39,8 +39,9 @@ fn claim_events(kind: &EventKind) -> bool {
 pub struct DeleteOwnClaim {
     attempts: Attempts,
     model: ClaimModel,
-    /// Each attempt's latest own entry (for the sentence: when its own claim ran out).
-    own: Vec<ClaimRecord>,
+    /// Every entry of the claim key made so far (for the sentence: when the deleting
+    /// attempt's own claim ran out).
+    made: Vec<ClaimRecord>,
 }
 
 impl DeleteOwnClaim {
@@ -49,7 +50,7 @@ impl DeleteOwnClaim {
     }
 
     fn judge(&self, event: &Stamped<Event>, removed: &ClaimRecord, by: AttemptRef) -> Violation {
-        let own = self.own.iter().rev().find(|r| r.attempt == Some(by));
+        let own = self.made.iter().rev().find(|r| r.attempt == Some(by));
         let own_words = match own {
             Some(own) if own.live_at(event.at_ms) => {
                 format!("; its own claim (token {}) was live", TokenText(own.token))
@@ -97,7 +98,7 @@ impl Checker<HolderLock> for DeleteOwnClaim {
         let by = self.attempts.attempt_of(call);
         let change = self.model.applied(event, applied, by);
         if let Some(record) = self.model.current().filter(|r| r.made.seq == event.seq) {
-            self.own.push(record.clone());
+            self.made.push(record.clone());
         }
         match change {
             Some(Change::Removed {
