@@ -26,6 +26,7 @@ pub mod detect;
 pub mod error;
 pub mod faildb;
 pub mod fuzz;
+pub mod holder_lock;
 pub mod html;
 pub mod overrides;
 pub mod retention;

@@ -66,6 +66,12 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("leftover-release", "slow-deletes", 0, 26),
     ("stale-renewal", "exact-token-renewal", 0, 25),
     ("whole-batches", "odd-batches", 0, 25),
+    ("plain-delete", "holder-long-jobs", 0, 45),
+    ("read-then-delete", "holder-slow-release", 1, 25),
+    ("fixed-token", "holder-long-jobs", 0, 25),
+    ("side-key", "holder-slow-release", 0, 25),
+    ("swallowed-release", "holder-long-jobs", 0, 25),
+    ("long-lifetime", "holder-long-jobs", 0, 25),
 ];
 
 /// The CLI's default budget, so a snapshot shows what `leasesim shrink` prints.
