@@ -76,7 +76,7 @@ fn each_mistake_is_refused_at_its_place_naming_what_is_valid() {
         ),
         (
             "[job]\nlong_share = 2.0\n",
-            "bad.toml:4:14: probability 2 is outside [0, 1]",
+            "bad.toml:4:14: `job.long_share`: probability 2 is outside [0, 1]",
         ),
         (
             "[latency]\nrelease = [1, 2]\n",
