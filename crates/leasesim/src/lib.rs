@@ -28,6 +28,7 @@ pub mod faildb;
 pub mod fuzz;
 pub mod html;
 pub mod overrides;
+pub mod reservations;
 pub mod retention;
 pub mod runner;
 pub mod shrink;

@@ -1,0 +1,1 @@
+//! Scripted event streams for the checkers' unit tests.
