@@ -58,7 +58,9 @@ impl Store for &HandPorts {
         id: ReservationId,
         token: ClaimToken,
     ) -> impl Future<Output = Result<(), StoreError>> {
-        self.calls.borrow_mut().push(format!("release {} {}", id.0, token.0));
+        self.calls
+            .borrow_mut()
+            .push(format!("release {} {}", id.0, token.0));
         std::future::ready(Ok(()))
     }
 }
@@ -103,17 +105,29 @@ fn run_and_stop_polled_by_hand_settle_and_wake_each_other() {
     let mut run_cx = Context::from_waker(Waker::noop());
 
     let mut run = pin!(worker.run());
-    assert!(run.as_mut().poll(&mut run_cx).is_pending(), "the claim is gated");
+    assert!(
+        run.as_mut().poll(&mut run_cx).is_pending(),
+        "the claim is gated"
+    );
     let mut stop = pin!(worker.stop());
-    assert!(stop.as_mut().poll(&mut stop_cx).is_pending(), "a run is active");
+    assert!(
+        stop.as_mut().poll(&mut stop_cx).is_pending(),
+        "a run is active"
+    );
     assert_eq!(wakes.0.load(Ordering::SeqCst), 0);
 
     ports.gate.set(true);
     let Poll::Ready(Ok(report)) = run.as_mut().poll(&mut run_cx) else {
         panic!("the run settles in one poll once the claim answers");
     };
-    assert_eq!((report.end, report.claimed, report.abandoned), (RunEnd::Stopped, 1, 1));
-    assert!(wakes.0.load(Ordering::SeqCst) >= 1, "the pending stop was woken");
+    assert_eq!(
+        (report.end, report.claimed, report.abandoned),
+        (RunEnd::Stopped, 1, 1)
+    );
+    assert!(
+        wakes.0.load(Ordering::SeqCst) >= 1,
+        "the pending stop was woken"
+    );
     assert_eq!(stop.as_mut().poll(&mut stop_cx), Poll::Ready(()));
     assert_eq!(*ports.calls.borrow(), ["claim 1", "release 8 1"]);
 }
@@ -122,11 +136,14 @@ fn run_and_stop_polled_by_hand_settle_and_wake_each_other() {
 fn an_idle_worker_is_stopped_from_its_pause_in_one_poll() {
     let ports = HandPorts::default();
     ports.gate.set(true);
-    let worker = ExpiryWorker::new(WorkerConfig::default(), &ports, &ports, &ports, &ports)
-        .expect("valid");
+    let worker =
+        ExpiryWorker::new(WorkerConfig::default(), &ports, &ports, &ports, &ports).expect("valid");
     let mut cx = Context::from_waker(Waker::noop());
     let mut run = pin!(worker.run());
-    assert!(run.as_mut().poll(&mut cx).is_pending(), "a batch, an empty claim, a pause");
+    assert!(
+        run.as_mut().poll(&mut cx).is_pending(),
+        "a batch, an empty claim, a pause"
+    );
     let mut stop = pin!(worker.stop());
     assert!(stop.as_mut().poll(&mut cx).is_pending());
     let Poll::Ready(Ok(report)) = run.as_mut().poll(&mut cx) else {

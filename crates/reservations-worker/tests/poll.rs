@@ -106,6 +106,9 @@ fn a_failed_release_is_counted_and_the_batch_goes_on() {
         .on_expire(0, Ok(ExpireOutcome::Expired));
     let report = world.run_until(50);
     let calls = world.fakes.calls();
-    assert_eq!(calls[3..5], [Call::Expire(2, Now::StoreClock), Call::Release(2, 100)]);
+    assert_eq!(
+        calls[3..5],
+        [Call::Expire(2, Now::StoreClock), Call::Release(2, 100)]
+    );
     assert_eq!((report.expired, report.release_errors), (2, 1));
 }

@@ -6,8 +6,8 @@ mod common;
 
 use common::{CLOCK_OFFSET_MS, Call, SEEDS, World, config};
 use reservations_worker::{
-    DeadLetter, DeadReason, ErrorClass, ExpireOutcome, Now, ReservationId, RetryPolicy,
-    StoreError, WorkerConfig,
+    DeadLetter, DeadReason, ErrorClass, ExpireOutcome, Now, ReservationId, RetryPolicy, StoreError,
+    WorkerConfig,
 };
 
 const EXPIRE_1: Call = Call::Expire(1, Now::StoreClock);
@@ -65,7 +65,10 @@ fn transient_errors_are_retried_after_the_doubling_backoff_then_succeed() {
             (3_750, Call::Release(1, 100)),
         ]
     );
-    assert_eq!((report.retries, report.expired, report.dead_letters), (2, 1, 0));
+    assert_eq!(
+        (report.retries, report.expired, report.dead_letters),
+        (2, 1, 0)
+    );
 }
 
 fn letter(reason: DeadReason, attempts: u32, last_error: ErrorClass) -> DeadLetter {
@@ -86,7 +89,13 @@ fn an_exhausted_budget_becomes_a_dead_letter_then_the_claim_is_released() {
         max_backoff_ms: 15,
         max_attempts: 3,
     };
-    let mut world = World::with_config(2, WorkerConfig { retry: policy, ..config() });
+    let mut world = World::with_config(
+        2,
+        WorkerConfig {
+            retry: policy,
+            ..config()
+        },
+    );
     world.fakes.on_claim(20, Ok(vec![1]));
     for _ in 0..3 {
         world.fakes.on_expire(0, Err(StoreError::Timeout));
@@ -122,7 +131,12 @@ fn an_invalid_record_is_dead_lettered_at_once_and_a_failed_letter_still_releases
     world
         .fakes
         .on_claim(20, Ok(vec![1]))
-        .on_expire(0, Err(StoreError::Invalid { reason: "bad row".into() }))
+        .on_expire(
+            0,
+            Err(StoreError::Invalid {
+                reason: "bad row".into(),
+            }),
+        )
         .on_letter(0, Err(StoreError::Connection));
     let report = world.run_until(50);
     let expected = letter(

@@ -24,7 +24,9 @@ fn a_stop_during_the_idle_pause_ends_the_run_at_once() {
     let entries = world.fakes.entries();
     let tail: Vec<&(u64, Call)> = entries.iter().rev().take(3).collect();
     assert_eq!(
-        tail.iter().map(|(at, call)| (*at, call.clone())).collect::<Vec<_>>(),
+        tail.iter()
+            .map(|(at, call)| (*at, call.clone()))
+            .collect::<Vec<_>>(),
         [
             (50, Call::Mark("stop returned")),
             (50, Call::Mark("run returned")),
@@ -117,7 +119,10 @@ fn run_after_stop_makes_no_call_and_stop_twice_is_fine() {
             worker.run().await
         })
         .expect_completed();
-    assert_eq!(outcome.map(|report| report.end), Ok(RunEnd::StoppedBeforeStart));
+    assert_eq!(
+        outcome.map(|report| report.end),
+        Ok(RunEnd::StoppedBeforeStart)
+    );
     assert!(world.fakes.calls().is_empty());
 }
 

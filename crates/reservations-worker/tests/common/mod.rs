@@ -81,22 +81,30 @@ impl Fakes {
     }
 
     pub fn on_claim(&self, latency_ms: u64, answer: Claimed) -> &Self {
-        self.claims.borrow_mut().push_back(Step { latency_ms, answer });
+        self.claims
+            .borrow_mut()
+            .push_back(Step { latency_ms, answer });
         self
     }
 
     pub fn on_expire(&self, latency_ms: u64, answer: Result<ExpireOutcome, StoreError>) -> &Self {
-        self.expires.borrow_mut().push_back(Step { latency_ms, answer });
+        self.expires
+            .borrow_mut()
+            .push_back(Step { latency_ms, answer });
         self
     }
 
     pub fn on_release(&self, latency_ms: u64, answer: Result<(), StoreError>) -> &Self {
-        self.releases.borrow_mut().push_back(Step { latency_ms, answer });
+        self.releases
+            .borrow_mut()
+            .push_back(Step { latency_ms, answer });
         self
     }
 
     pub fn on_letter(&self, latency_ms: u64, answer: Result<(), StoreError>) -> &Self {
-        self.letters.borrow_mut().push_back(Step { latency_ms, answer });
+        self.letters
+            .borrow_mut()
+            .push_back(Step { latency_ms, answer });
         self
     }
 
@@ -263,7 +271,8 @@ impl World {
     /// Spawns a task that stops the worker at virtual `at_ms`, marking `stop called` and
     /// `stop returned` around it.
     pub fn stop_at(&self, at_ms: u64) -> JoinHandle<()> {
-        let (worker, fakes, handle) = (self.worker.clone(), self.fakes.clone(), self.handle.clone());
+        let (worker, fakes, handle) =
+            (self.worker.clone(), self.fakes.clone(), self.handle.clone());
         self.handle.spawn(async move {
             handle.sleep_until(at_ms).await;
             fakes.mark("stop called");

@@ -18,6 +18,8 @@
 //! [`audit`] maps every sentence of the system's contract (seed 002, in this project's own
 //! words) to the invariant that catches it, or to the test that covers it where no run can.
 
+#[cfg(test)]
+mod cases;
 mod claims;
 mod coverage;
 mod invariant;
