@@ -207,6 +207,8 @@ impl System for Reservations {
             ("faults.malformed", "0"),
             ("agents.consume", "0"),
             ("agents.backlog", "0"),
+            ("agents.hold_ms", "[0, 0]"),
+            ("worker.batch_size", "1"),
         ]
     }
 

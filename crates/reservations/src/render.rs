@@ -13,7 +13,7 @@
 //!   mark, a kill as a `StopCalled`; a batch of claims is a held token from its claim's answer
 //!   to the worker's next claim.
 
-use leasesim_events::OpSet;
+use leasesim_events::{OpSet, ReplicaId};
 use leasesim_sim::Annotator;
 use leasesim_timeline::{CallStyle, Draw, MarkKind};
 
@@ -79,14 +79,9 @@ pub fn request_text(request: &Request) -> String {
 
 pub fn applied_text(applied: &Applied) -> String {
     match *applied {
-        Applied::Claimed {
-            ids,
-            token,
-            until_ms,
-        } if ids.is_empty() => format!(
-            "claimed nothing (token {token}, would be until {})",
-            ClockMs(until_ms)
-        ),
+        Applied::Claimed { ids, token, .. } if ids.is_empty() => {
+            format!("nothing due and unclaimed (token {token} unused)")
+        }
         Applied::Claimed {
             ids,
             token,
@@ -252,42 +247,60 @@ pub fn note_name(note: &Note) -> &'static str {
 #[derive(Default)]
 pub struct Annotations {
     /// By reservation id: the replica and token of its latest claim.
-    claims: Vec<Option<(leasesim_events::ReplicaId, u64)>>,
+    claims: Vec<Option<(ReplicaId, u64)>>,
 }
 
 impl Annotations {
-    fn takeover(&mut self, id: u32, to: leasesim_events::ReplicaId, token: u64) -> Option<String> {
+    /// Records `to`'s claim of `id`; the claim it took over from another replica, if any.
+    fn claim(&mut self, id: u32, to: ReplicaId, token: u64) -> Option<(ReplicaId, u64)> {
         let index = id as usize;
         if self.claims.len() <= index {
             self.claims.resize(index + 1, None);
         }
         let before = self.claims[index].replace((to, token));
-        let (from, old) = before.filter(|(from, _)| *from != to)?;
-        Some(format!(
-            "** h{id} passes from {from} (token {old}) to {to} (token {token})"
-        ))
+        before.filter(|(from, _)| *from != to)
+    }
+
+    /// One line per previous holder: `** h2 h3 pass from r1 (token 1) to r2 (token 2)`.
+    fn takeovers(&mut self, ids: &[u32], to: ReplicaId, token: u64) -> Option<String> {
+        let mut from: Vec<((ReplicaId, u64), Vec<String>)> = Vec::new();
+        for &id in ids {
+            let Some(previous) = self.claim(id, to, token) else {
+                continue;
+            };
+            match from.iter_mut().find(|(holder, _)| *holder == previous) {
+                Some((_, moved)) => moved.push(format!("h{id}")),
+                None => from.push((previous, vec![format!("h{id}")])),
+            }
+        }
+        let lines: Vec<String> = from
+            .into_iter()
+            .map(|((replica, old), moved)| {
+                let verb = if moved.len() == 1 { "passes" } else { "pass" };
+                format!(
+                    "** {} {verb} from {replica} (token {old}) to {to} (token {token})",
+                    moved.join(" ")
+                )
+            })
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("\n                    "))
     }
 }
 
 impl Annotator<Reservations> for Annotations {
     fn note(&mut self, event: &Event) -> Option<String> {
         let to = event.replica?;
-        let lines: Vec<String> = match event.kind {
+        match event.kind {
             EventKind::Applied {
                 applied: Applied::Claimed { ids, token, .. },
                 ..
-            } => ids
-                .as_slice()
-                .iter()
-                .filter_map(|&id| self.takeover(id, to, token))
-                .collect(),
+            } => self.takeovers(ids.as_slice(), to, token),
             EventKind::Applied {
                 applied: Applied::ClaimWritten { id, token, .. },
                 ..
-            } => self.takeover(id, to, token).into_iter().collect(),
-            _ => return None,
-        };
-        (!lines.is_empty()).then(|| lines.join("\n                    "))
+            } => self.takeovers(&[id], to, token),
+            _ => None,
+        }
     }
 }
 
