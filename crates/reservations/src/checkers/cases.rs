@@ -151,6 +151,30 @@ fn a_token_used_twice_breaks_fresh_claim_token() {
 }
 
 #[test]
+fn a_claim_above_the_batch_or_for_another_duration_breaks_bounded_claim() {
+    let mut s = Script::new();
+    let request = |limit, claim_for_ms| Request::Claim {
+        limit,
+        now: None,
+        token: 1,
+        claim_for_ms,
+    };
+    let call = s.send(R1, request(9, 5_000));
+    let seq = s.call_seq(call);
+    assert_broken(
+        Invariant::BoundedClaim,
+        &s,
+        seq,
+        &["asked for 9, above the batch of 8"],
+    );
+    let mut long = Script::new();
+    let call = long.send(R1, request(8, 60_000));
+    let seq = long.call_seq(call);
+    let words = ["claimed for 60000ms, not the configured 5000ms"];
+    assert_broken(Invariant::BoundedClaim, &long, seq, &words);
+}
+
+#[test]
 fn a_transition_without_a_claim_breaks_expire_claimed() {
     let mut s = Script::new();
     s.place(1, 0);
@@ -417,6 +441,7 @@ fn every_invariant_has_a_breaking_case_here() {
         Invariant::ExclusiveClaim,
         Invariant::ReleaseOwnClaim,
         Invariant::FreshClaimToken,
+        Invariant::BoundedClaim,
         Invariant::ExpireClaimed,
         Invariant::ClaimReleased,
         Invariant::IdlePause,

@@ -115,6 +115,71 @@ impl Checker<Reservations> for FreshClaimToken {
     }
 }
 
+/// `bounded-claim`: a claim asks for at most the batch, for the configured claim duration.
+#[derive(Debug)]
+pub struct BoundedClaim {
+    batch_size: u32,
+    claim_for_ms: u64,
+}
+
+impl BoundedClaim {
+    pub fn new(config: &CheckConfig) -> BoundedClaim {
+        BoundedClaim {
+            batch_size: config.batch_size,
+            claim_for_ms: config.claim_for_ms,
+        }
+    }
+
+    /// What is wrong with a claim asking for `limit` (if a poll) for `claim_for_ms`.
+    fn wrong(&self, limit: Option<u32>, claim_for_ms: Option<u64>) -> Option<String> {
+        if let Some(limit) = limit.filter(|limit| *limit > self.batch_size) {
+            return Some(format!(
+                "asked for {limit}, above the batch of {}",
+                self.batch_size
+            ));
+        }
+        let claim_for_ms = claim_for_ms.filter(|ms| *ms != self.claim_for_ms)?;
+        Some(format!(
+            "claimed for {claim_for_ms}ms, not the configured {}ms",
+            self.claim_for_ms
+        ))
+    }
+}
+
+impl Checker<Reservations> for BoundedClaim {
+    fn invariant(&self) -> Invariant {
+        Invariant::BoundedClaim
+    }
+
+    fn wants(&self, kind: &EventKind) -> bool {
+        kind.bit() & mask::CALL != 0
+    }
+
+    fn on_event(&mut self, event: &Stamp) -> Found {
+        let EventKind::Call { request, .. } = event.event.kind else {
+            return None;
+        };
+        let (limit, claim_for_ms) = match request {
+            Request::Claim {
+                limit,
+                claim_for_ms,
+                ..
+            } => (Some(limit), Some(claim_for_ms)),
+            Request::ReadDue { limit, .. } => (Some(limit), None),
+            Request::WriteClaim { claim_for_ms, .. } => (None, Some(claim_for_ms)),
+            _ => return None,
+        };
+        let why = self.wrong(limit, claim_for_ms)?;
+        let replica = event.event.replica?;
+        let sentence = format!("{replica}'s claim at {} {why}", At(event.at_ms));
+        Some(Violation::new(Invariant::BoundedClaim, event, [], sentence))
+    }
+
+    fn finish(&mut self, _end_ms: u64) -> Found {
+        None
+    }
+}
+
 /// `expire-claimed`: a transition is sent only for a reservation the sender holds.
 #[derive(Debug, Default)]
 pub struct ExpireClaimed {

@@ -19,6 +19,7 @@ pub enum Invariant {
     ExclusiveClaim,
     ReleaseOwnClaim,
     FreshClaimToken,
+    BoundedClaim,
     ExpireClaimed,
     ClaimReleased,
     IdlePause,
@@ -34,7 +35,7 @@ pub enum Invariant {
 
 impl Invariant {
     /// How many invariants there are.
-    pub const COUNT: usize = 17;
+    pub const COUNT: usize = 18;
 
     /// Every invariant: the store side first, then the worker side, then liveness. Also the
     /// order checkers see an event in.
@@ -45,6 +46,7 @@ impl Invariant {
         Invariant::ExclusiveClaim,
         Invariant::ReleaseOwnClaim,
         Invariant::FreshClaimToken,
+        Invariant::BoundedClaim,
         Invariant::ExpireClaimed,
         Invariant::ClaimReleased,
         Invariant::IdlePause,
@@ -95,6 +97,11 @@ impl Invariant {
             Invariant::FreshClaimToken => (
                 "fresh-claim-token",
                 "every claim carries a token no earlier claim of any worker used",
+            ),
+            Invariant::BoundedClaim => (
+                "bounded-claim",
+                "every claim asks for at most the configured batch, for the configured claim \
+                 duration",
             ),
             Invariant::ExpireClaimed => (
                 "expire-claimed",

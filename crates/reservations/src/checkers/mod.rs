@@ -40,7 +40,7 @@ pub use invariant::Invariant;
 pub use leasesim_invariants::Checker;
 pub use retry::class_of;
 
-use claims::{ClaimReleased, ExpireClaimed, FreshClaimToken, IdlePause};
+use claims::{BoundedClaim, ClaimReleased, ExpireClaimed, FreshClaimToken, IdlePause};
 use leasesim_events::mask;
 use liveness::Liveness;
 use reservations_worker::RetryPolicy;
@@ -145,6 +145,7 @@ any_checker! {
     ExclusiveClaim => |_| ExclusiveClaim::default(),
     ReleaseOwnClaim => |_| ReleaseOwnClaim::default(),
     FreshClaimToken => |_| FreshClaimToken::default(),
+    BoundedClaim => BoundedClaim::new,
     ExpireClaimed => |_| ExpireClaimed::default(),
     ClaimReleased => |_| ClaimReleased::default(),
     IdlePause => IdlePause::new,

@@ -295,13 +295,14 @@ pub fn report(
 }
 
 /// The checker configuration of the scripts: the default policy with 3 attempts, idle pause
-/// 1000 + 1000 ms, a liveness bound of 2 s.
+/// 1000 + 1000 ms, claims of 5 s, a liveness bound of 2 s.
 pub fn config() -> CheckConfig {
     let mut config = CheckConfig::default();
     config.retry.max_attempts = 3;
     config.idle_ms = 1_000;
     config.idle_jitter_ms = 1_000;
     config.due_bound_ms = 2_000;
+    config.claim_for_ms = 5_000;
     config
 }
 
