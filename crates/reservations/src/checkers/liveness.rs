@@ -39,6 +39,8 @@ pub struct Liveness {
     ledger: Ledger,
     /// Waiting-or-not-yet-due reservations: `(deadline on the store clock, id)`.
     held: BTreeSet<(u64, u32)>,
+    /// By id: the deadline under which it sits in `held`.
+    keys: Vec<Option<u64>>,
     healed: Option<Stamp>,
     shutdown: bool,
     processes: PerReplica<Process>,
@@ -50,6 +52,7 @@ impl Liveness {
             bound_ms: config.due_bound_ms,
             ledger: Ledger::default(),
             held: BTreeSet::new(),
+            keys: Vec::new(),
             healed: None,
             shutdown: false,
             processes: PerReplica::default(),
@@ -167,14 +170,18 @@ impl Liveness {
             } => id,
             _ => return,
         };
+        if self.keys.len() <= id as usize {
+            self.keys.resize(id as usize + 1, None);
+        }
+        if let Some(deadline_ms) = self.keys[id as usize].take() {
+            self.held.remove(&(deadline_ms, id));
+        }
         let Some(hold) = self.ledger.get(id) else {
             return;
         };
-        let key = (hold.hold_until_ms, id);
         if hold.status == StatusView::Held && !hold.parked {
-            self.held.insert(key);
-        } else {
-            self.held.remove(&key);
+            self.held.insert((hold.hold_until_ms, id));
+            self.keys[id as usize] = Some(hold.hold_until_ms);
         }
     }
 }
@@ -201,8 +208,8 @@ impl Checker<Reservations> for Liveness {
         }
         self.ledger.observe(event);
         self.follow_holds(event);
-        // invariant: every reservation the ledger holds as waiting is in the deadline index.
-        debug_assert!(self.held.len() <= self.ledger.iter().count());
+        // invariant: the deadline index holds each reservation at most once.
+        debug_assert_eq!(self.held.len(), self.keys.iter().flatten().count());
         verdict
     }
 
