@@ -58,6 +58,26 @@ impl Model {
         }
     }
 
+    fn release(&mut self, id: u32, token: u64) -> Applied {
+        let hold = &mut self.holds[id as usize - 1];
+        let freed = hold.claim.is_some_and(|(t, _)| t == token);
+        if freed {
+            hold.claim = None;
+        }
+        Applied::Released { id, token, freed }
+    }
+
+    fn consume(&mut self, id: u32) -> Result<u64, StatusView> {
+        let hold = &mut self.holds[id as usize - 1];
+        match hold.status {
+            StatusView::Held => {
+                hold.status = StatusView::Consumed;
+                Ok(hold.due)
+            }
+            status => Err(status),
+        }
+    }
+
     fn expire(&mut self, id: u32, at: u64) -> Applied {
         let h = &mut self.holds[id as usize - 1];
         match (h.malformed, h.status) {
@@ -92,70 +112,67 @@ impl Lcg {
     }
 }
 
+/// One pseudo-random operation on both; the two applies to compare, if it has any.
+fn step(
+    store: &mut Store,
+    model: &mut Model,
+    rng: &mut Lcg,
+    now: u64,
+    token: u64,
+) -> Option<(Applied, Applied)> {
+    let id = (rng.below(model.holds.len() as u64 + 1) + 1) as u32;
+    let known = (id as usize) <= model.holds.len();
+    let pair = match rng.below(8) {
+        0 | 1 => {
+            let (due, bad) = (now + rng.below(300), rng.below(10) == 0);
+            let placed = store.place(due, bad);
+            model.holds.push(Hold {
+                due,
+                status: StatusView::Held,
+                claim: None,
+                malformed: bad,
+                parked: false,
+            });
+            assert_eq!(placed as usize, model.holds.len());
+            return None;
+        }
+        2 => {
+            let (limit, at) = (rng.below(9) as u32, now + rng.below(100));
+            (
+                store.claim(limit, at, token, 200, now),
+                model.claim(limit, at, token, 200, now),
+            )
+        }
+        3 if known => (store.expire(id, now), model.expire(id, now)),
+        4 if known => {
+            let held = model.holds[id as usize - 1].claim.map_or(7, |(t, _)| t);
+            let token = held + rng.below(2);
+            (store.release(id, token, now), model.release(id, token))
+        }
+        5 if known => {
+            assert_eq!(store.consume(id), model.consume(id));
+            return None;
+        }
+        6 if known => {
+            model.holds[id as usize - 1].parked = true;
+            (store.park(id), Applied::Parked { id })
+        }
+        _ => return None,
+    };
+    Some(pair)
+}
+
 #[test]
 fn the_store_agrees_with_the_reference_model() {
     for seed in 1..40 {
         let (mut store, mut model, mut rng) = (Store::new(), Model::default(), Lcg(seed));
         let mut now = 0;
-        for step in 0..400 {
+        for step_number in 0..400 {
             now += rng.below(50);
-            let id = (rng.below(model.holds.len() as u64 + 1) + 1) as u32;
-            let known = (id as usize) <= model.holds.len();
-            let (got, want) = match rng.below(8) {
-                0 | 1 => {
-                    let (due, bad) = (now + rng.below(300), rng.below(10) == 0);
-                    let placed = store.place(due, bad);
-                    model.holds.push(Hold {
-                        due,
-                        status: StatusView::Held,
-                        claim: None,
-                        malformed: bad,
-                        parked: false,
-                    });
-                    assert_eq!(placed as usize, model.holds.len());
-                    continue;
-                }
-                2 => {
-                    let (limit, token) = (rng.below(9) as u32, 1_000 + step);
-                    let at = now + rng.below(100);
-                    (
-                        store.claim(limit, at, token, 200, now),
-                        model.claim(limit, at, token, 200, now),
-                    )
-                }
-                3 if known => (store.expire(id, now), model.expire(id, now)),
-                4 if known => {
-                    let token = model.holds[id as usize - 1].claim.map_or(7, |(t, _)| t);
-                    let token = if rng.below(2) == 0 { token } else { token + 1 };
-                    let h = &mut model.holds[id as usize - 1];
-                    let freed = h.claim.is_some_and(|(t, _)| t == token);
-                    if freed {
-                        h.claim = None;
-                    }
-                    (
-                        store.release(id, token, now),
-                        Applied::Released { id, token, freed },
-                    )
-                }
-                5 if known => {
-                    let h = &mut model.holds[id as usize - 1];
-                    let consumed = match h.status {
-                        StatusView::Held => {
-                            h.status = StatusView::Consumed;
-                            Ok(h.due)
-                        }
-                        status => Err(status),
-                    };
-                    assert_eq!(store.consume(id), consumed, "seed {seed} step {step}");
-                    continue;
-                }
-                6 if known => {
-                    model.holds[id as usize - 1].parked = true;
-                    (store.park(id), Applied::Parked { id })
-                }
-                _ => continue,
-            };
-            assert_eq!(got, want, "seed {seed} step {step}");
+            let token = 1_000 + step_number;
+            if let Some((got, want)) = step(&mut store, &mut model, &mut rng, now, token) {
+                assert_eq!(got, want, "seed {seed} step {step_number}");
+            }
         }
         let metrics = store.metrics(now);
         let due_held = model
