@@ -479,3 +479,46 @@ fn swarm_switches_faults_between_seeds(scenario: &Scenario, runs: &[Report]) -> 
     println!("{}: switched between seeds: {varying:?}", scenario.name);
     varying.len() >= 8
 }
+
+// --- the library entry ----------------------------------------------------------------------
+
+/// A user's own worker: the production core behind a newtype, as a user crate would wrap it.
+struct Wrapped(leasesim::reservations::SimWorker);
+
+impl leasesim::reservations::WorkerUnderTest for Wrapped {
+    fn run(
+        &self,
+    ) -> leasesim::reservations::LocalBoxFuture<
+        '_,
+        Result<leasesim::reservations::RunReport, leasesim::reservations::RunError>,
+    > {
+        Box::pin(self.0.run())
+    }
+
+    fn stop(&self) -> leasesim::reservations::LocalBoxFuture<'_, ()> {
+        Box::pin(self.0.stop())
+    }
+}
+
+#[test]
+fn the_check_entry_passes_a_users_worker_and_names_a_defects_invariant() {
+    use leasesim::reservations::{check, correct_worker_of};
+    let summary = check("expiry-consume-race", |ports| {
+        Wrapped(correct_worker_of(ports))
+    })
+    .seeds(5);
+    assert_eq!(
+        (summary.scenario.as_str(), summary.seeds),
+        ("expiry-consume-race", 5)
+    );
+    let failure = check("expiry-consume-race", correct_worker_of)
+        .builtin_worker("unguarded-expire")
+        .try_seeds(20)
+        .expect_err("the defect is caught");
+    let text = failure.to_string();
+    assert!(text.contains("consumed-never-expired"), "{text}");
+    assert!(
+        text.contains("leasesim replay --scenario expiry-consume-race --seed"),
+        "{text}"
+    );
+}
