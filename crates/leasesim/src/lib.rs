@@ -29,6 +29,7 @@ pub mod fuzz;
 pub mod holder_lock;
 pub mod html;
 pub mod overrides;
+pub mod reservations;
 pub mod retention;
 pub mod runner;
 pub mod shrink;

@@ -164,6 +164,7 @@ impl<S> Default for SystemOf<S> {
 pub static SYSTEMS: &[&dyn AnySystem] = &[
     &SystemOf::<Retention>::new(),
     &SystemOf::<leasesim_holder_lock::HolderLock>::new(),
+    &SystemOf::<leasesim_reservations::Reservations>::new(),
 ];
 
 /// The system called `name`.
