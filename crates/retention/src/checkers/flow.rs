@@ -35,7 +35,13 @@ impl AcquireFirst {
         let replica = replica_of(event)?;
         let term = flow.ledger.term();
         // Written only when the call is out of place: this runs for every call of every run.
-        let sent = || format!("{replica} sent {} at {}", request.op().name(), At(event.at_ms));
+        let sent = || {
+            format!(
+                "{replica} sent {} at {}",
+                request.op().name(),
+                At(event.at_ms)
+            )
+        };
         match (&flow.acquire_call, request) {
             (None, Request::Acquire) => None,
             (None, _) => Some(format!("{} in term {term}, before any acquire", sent())),
