@@ -49,18 +49,24 @@ use std::hint::black_box;
 use std::rc::Rc;
 use std::time::Duration;
 
+use leasesim::Retention;
 use leasesim::runner::{Observers, RunSpec};
-use leasesim::{Retention, Scenario};
-use leasesim_events::{EventKind, Flow, Phase, Stamped};
-use leasesim_retention::events::Event;
+use leasesim_events::{Event, EventKind, Flow, Phase, Stamped};
+use leasesim_holder_lock::HolderLock;
+use leasesim_invariants::InvariantName;
+use leasesim_reservations::Reservations;
 use leasesim_rt::hash::{mix, stable_hash};
 use leasesim_rt::{ChoiceKind, ChoiceSource, Feed, RunOutcome, SimConfig, Strategy};
-use leasesim_sim::{Env, EnvSleep, LocalTask, WorkerFactory, run_phases, simulate, world_on};
+use leasesim_sim::{
+    Env, EnvSleep, LocalTask, Scenario, System, WorkerFactory, run_phases, simulate, world_on,
+};
 
 use common::{Elapsed, Stopwatch, median};
 use micro::{POLLS, TIMERS};
 
-const SCENARIOS: [&str; 2] = ["steady", "swarm"];
+/// The scenarios compared: retention's two of old, and one default scenario of every other
+/// system (its no-fault baseline).
+const RETENTION_SCENARIOS: [&str; 2] = ["steady", "swarm"];
 
 /// What each event goes through (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,20 +81,20 @@ enum Mode {
 
 /// The world's `Env` on tokio: paused time, `spawn_local`, draws from a seeded `ChoiceSource`,
 /// events through the same observers as a leasesim fuzz run (checked mode).
-struct TokioEnv {
+struct TokioEnv<S: System> {
     start: tokio::time::Instant,
     choices: RefCell<ChoiceSource>,
     checked: bool,
     /// `None` in counted mode, and until the profile is drawn.
-    observers: RefCell<Option<Observers<Retention>>>,
+    observers: RefCell<Option<Observers<S>>>,
     next_seq: Cell<u64>,
     trace_hash: Cell<u64>,
     reached_end: Cell<bool>,
 }
 
-impl TokioEnv {
+impl<S: System> TokioEnv<S> {
     /// Must be called inside the runtime (the paused clock is the runtime's).
-    fn new(seed: u64, mode: Mode) -> TokioEnv {
+    fn new(seed: u64, mode: Mode) -> TokioEnv<S> {
         TokioEnv {
             start: tokio::time::Instant::now(),
             choices: RefCell::new(ChoiceSource::new(Feed::Seed(seed), false)),
@@ -101,7 +107,7 @@ impl TokioEnv {
     }
 
     /// In checked mode, builds the observers for the drawn profile (`leasesim::runner`'s).
-    fn observe(&self, scenario: &Scenario, profile: &leasesim::runner::Profile<Retention>) {
+    fn observe(&self, scenario: &Scenario<S>, profile: &leasesim::runner::Profile<S>) {
         if self.checked {
             *self.observers.borrow_mut() = Some(Observers::new(scenario, profile, None));
         }
@@ -115,7 +121,7 @@ impl TokioEnv {
     }
 }
 
-impl Env<Retention> for TokioEnv {
+impl<S: System> Env<S> for TokioEnv<S> {
     fn now_ms(&self) -> u64 {
         // Paused time only moves to timer deadlines, whole ms after `start`.
         self.start.elapsed().as_millis() as u64
@@ -144,7 +150,7 @@ impl Env<Retention> for TokioEnv {
         self.choices.borrow_mut().coin(p)
     }
 
-    fn emit(&self, event: Event) {
+    fn emit(&self, event: Event<S>) {
         let seq = self.next_seq.get();
         self.next_seq.set(seq + 1);
         if event.kind == EventKind::Phase(Phase::End) {
@@ -191,21 +197,21 @@ struct SeedResult {
 }
 
 /// A driver of seeds.
-enum Driver<'a> {
+enum Driver<'a, S: System> {
     Leasesim {
-        spec: RunSpec<Retention>,
+        spec: RunSpec<S>,
         mode: Mode,
     },
     /// `runtime: None` builds a runtime per seed (as a `Sim` is built per seed).
     Tokio {
         runtime: Option<&'a tokio::runtime::Runtime>,
-        scenario: Rc<Scenario>,
-        factory: Rc<WorkerFactory<Retention>>,
+        scenario: Rc<Scenario<S>>,
+        factory: Rc<WorkerFactory<S>>,
         mode: Mode,
     },
 }
 
-impl Driver<'_> {
+impl<S: System> Driver<'_, S> {
     fn run_seed(&self, seed: u64) -> SeedResult {
         match self {
             Driver::Leasesim { spec, mode } => leasesim_seed(spec, *mode, seed),
@@ -225,7 +231,7 @@ impl Driver<'_> {
     }
 }
 
-fn leasesim_seed(spec: &RunSpec<Retention>, mode: Mode, seed: u64) -> SeedResult {
+fn leasesim_seed<S: System>(spec: &RunSpec<S>, mode: Mode, seed: u64) -> SeedResult {
     match mode {
         Mode::Checked => {
             let report = common::leasesim_run(spec, seed);
@@ -259,17 +265,17 @@ fn leasesim_seed(spec: &RunSpec<Retention>, mode: Mode, seed: u64) -> SeedResult
 
 /// One seed of `scenario` on tokio: draws the profile, builds the world, drives `run_phases`
 /// to completion inside a fresh `LocalSet` on `runtime`, tears the world down.
-fn tokio_seed(
+fn tokio_seed<S: System>(
     runtime: &tokio::runtime::Runtime,
-    scenario: &Rc<Scenario>,
-    factory: &Rc<WorkerFactory<Retention>>,
+    scenario: &Rc<Scenario<S>>,
+    factory: &Rc<WorkerFactory<S>>,
     mode: Mode,
     seed: u64,
 ) -> SeedResult {
     let local = tokio::task::LocalSet::new();
     let result = local.block_on(runtime, async {
-        let env = Rc::new(TokioEnv::new(seed, mode));
-        let dyn_env: Rc<dyn Env<Retention>> = env.clone();
+        let env = Rc::new(TokioEnv::<S>::new(seed, mode));
+        let dyn_env: Rc<dyn Env<S>> = env.clone();
         let world = world_on(scenario, dyn_env, |profile| env.observe(scenario, profile));
         run_phases(world.clone(), factory.clone()).await;
         world.teardown();
@@ -306,7 +312,7 @@ struct Totals {
 }
 
 impl Totals {
-    fn run_block(&mut self, driver: &Driver<'_>, first: u64, count: u64) {
+    fn run_block<S: System>(&mut self, driver: &Driver<'_, S>, first: u64, count: u64) {
         let watch = Stopwatch::start();
         let results: Vec<(u64, SeedResult)> = (first..first + count)
             .map(|seed| (seed, driver.run_seed(seed)))
@@ -360,7 +366,7 @@ fn target_cpu_s() -> f64 {
 
 /// Runs every driver on the same blocks of seeds, in turn, until the first (leasesim) used
 /// `target_s` of CPU.
-fn measure_together(drivers: &[&Driver<'_>], target_s: f64) -> Vec<Totals> {
+fn measure_together<S: System>(drivers: &[&Driver<'_, S>], target_s: f64) -> Vec<Totals> {
     // Warm up every driver (allocator, caches) and size blocks to ~0.3 s of leasesim.
     let mut block = 1;
     for (index, driver) in drivers.iter().enumerate() {
@@ -383,9 +389,9 @@ fn measure_together(drivers: &[&Driver<'_>], target_s: f64) -> Vec<Totals> {
     totals
 }
 
-fn measure_scenario(name: &str) -> ScenarioFigures {
-    let scenario = common::builtin_scenario(name);
-    let factory = common::correct_factory();
+fn measure_scenario<S: System>(name: &str) -> ScenarioFigures {
+    let scenario = common::builtin_scenario_of::<S>(name);
+    let factory = common::correct_factory_of::<S>();
     let spec = common::fuzz_spec(&scenario, &factory);
     let runtime = tokio_runtime();
     let mut rows = Vec::new();
@@ -419,7 +425,7 @@ fn measure_scenario(name: &str) -> ScenarioFigures {
                 },
             ));
         }
-        let refs: Vec<&Driver<'_>> = drivers.iter().map(|(_, d)| d).collect();
+        let refs: Vec<&Driver<'_, S>> = drivers.iter().map(|(_, d)| d).collect();
         let totals = measure_together(&refs, target_cpu_s() * share);
         for ((label, _), sums) in drivers.iter().zip(totals) {
             rows.push((*label, mode, sums));
@@ -562,7 +568,12 @@ fn micro() {
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
-    let mut all: Vec<ScenarioFigures> = SCENARIOS.iter().map(|s| measure_scenario(s)).collect();
+    let mut all: Vec<ScenarioFigures> = RETENTION_SCENARIOS
+        .iter()
+        .map(|s| measure_scenario::<Retention>(s))
+        .collect();
+    all.push(measure_scenario::<HolderLock>("holder-steady"));
+    all.push(measure_scenario::<Reservations>("expiry-steady"));
     print_scenario_table(&mut all);
     micro();
     for figures in &all {

@@ -68,10 +68,16 @@ impl Stopwatch {
     }
 }
 
-/// A builtin scenario by name (panics on an unknown name: the benches name real ones).
+/// A builtin retention scenario by name (panics on an unknown name: the benches name real
+/// ones).
 pub fn builtin_scenario(name: &str) -> Rc<Scenario> {
-    let scenario = resolve_typed::<Retention>(name)
-        .unwrap_or_else(|err| panic!("builtin retention scenario `{name}`: {err}"));
+    builtin_scenario_of::<Retention>(name)
+}
+
+/// A builtin scenario of system `S` by name (panics on an unknown name or another system's).
+pub fn builtin_scenario_of<S: System>(name: &str) -> Rc<leasesim_sim::Scenario<S>> {
+    let scenario = resolve_typed::<S>(name)
+        .unwrap_or_else(|err| panic!("builtin {} scenario `{name}`: {err}", S::NAME));
     Rc::new(scenario)
 }
 
@@ -82,17 +88,22 @@ pub fn inline_scenario(name: &str, text: &str) -> Rc<Scenario> {
     Rc::new(scenario)
 }
 
-/// The production worker's factory.
+/// The retention production worker's factory.
 pub fn correct_factory() -> Rc<WorkerFactory<Retention>> {
-    Retention::factory("correct").expect("the correct worker exists")
+    correct_factory_of::<Retention>()
+}
+
+/// System `S`'s production worker's factory.
+pub fn correct_factory_of<S: System>() -> Rc<WorkerFactory<S>> {
+    S::factory("correct").expect("every system has a correct worker")
 }
 
 /// The spec of a fuzz-style run of `scenario`: random strategy, no kept events, no recorded
 /// choices (exactly what `leasesim fuzz` runs for every seed).
-pub fn fuzz_spec(
-    scenario: &Rc<Scenario>,
-    factory: &Rc<WorkerFactory<Retention>>,
-) -> RunSpec<Retention> {
+pub fn fuzz_spec<S: System>(
+    scenario: &Rc<leasesim_sim::Scenario<S>>,
+    factory: &Rc<WorkerFactory<S>>,
+) -> RunSpec<S> {
     RunSpec {
         scenario: scenario.clone(),
         worker: "correct".into(),
@@ -108,7 +119,7 @@ pub fn fuzz_spec(
 }
 
 /// One leasesim run of `spec` from `seed`.
-pub fn leasesim_run(spec: &RunSpec<Retention>, seed: u64) -> RunReport<Retention> {
+pub fn leasesim_run<S: System>(spec: &RunSpec<S>, seed: u64) -> RunReport<S> {
     let mut spec = spec.clone();
     spec.feed = Feed::Seed(seed);
     run(&spec)
@@ -124,7 +135,11 @@ pub struct BatchTotals {
 }
 
 /// Runs seeds `first..first + count` on leasesim; returns totals and the time taken.
-pub fn leasesim_batch(spec: &RunSpec<Retention>, first: u64, count: u64) -> (BatchTotals, Elapsed) {
+pub fn leasesim_batch<S: System>(
+    spec: &RunSpec<S>,
+    first: u64,
+    count: u64,
+) -> (BatchTotals, Elapsed) {
     let mut totals = BatchTotals::default();
     let watch = Stopwatch::start();
     for seed in first..first + count {
