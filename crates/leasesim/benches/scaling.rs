@@ -14,6 +14,11 @@
 //! `drain = false` so the liveness check does not ask for the backlog to go. A column shows the
 //! rows one sample seed deleted, to prove it.
 //!
+//! Then the same for every other system, from its no-fault default scenario (`holder-steady`,
+//! `expiry-steady`) with one key moved at a time through the scenario overrides `shrink` uses:
+//! replicas, the safety phase's length, shared fault density (rejects and lost replies on
+//! every operation, pauses), and for reservations the holds already due at the start.
+//!
 //! Figures are per CPU second of this thread (the wall clock is also read, around batches only).
 //! `LEASESIM_BENCH_SECS` (default 2.0) sets the CPU seconds measured per table row.
 // Wall clock and CPU clock are read only around whole batches of runs, never inside a run.
@@ -29,7 +34,11 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use leasesim::Scenario;
-use leasesim_events::Flow;
+use leasesim::overrides::Overrides;
+use leasesim_events::{Flow, OpSet};
+use leasesim_holder_lock::HolderLock;
+use leasesim_reservations::Reservations;
+use leasesim_sim::System;
 use leasesim_retention::events::{Applied, Event, EventKind, Stamped};
 use leasesim_rt::SimConfig;
 use leasesim_sim::simulate;
@@ -134,8 +143,8 @@ struct Row {
     value: String,
     totals: BatchTotals,
     time: Elapsed,
-    deleted_sample: u64,
-    rows: u64,
+    /// Rows one sample seed deleted, of the rows in the store (retention only).
+    deleted: Option<(u64, u64)>,
 }
 
 impl Row {
@@ -178,8 +187,15 @@ fn rows_deleted(scenario: &Rc<Scenario>) -> u64 {
 
 fn measure(value: String, config: Config) -> Row {
     let scenario = config.scenario(&value);
-    let factory = common::correct_factory();
-    let spec = common::fuzz_spec(&scenario, &factory);
+    let mut row = measure_scenario(value, &scenario);
+    row.deleted = Some((rows_deleted(&scenario), config.rows));
+    row
+}
+
+/// Seeds of `scenario` with the correct worker until the row's CPU time is spent.
+fn measure_scenario<S: System>(value: String, scenario: &Rc<leasesim_sim::Scenario<S>>) -> Row {
+    let factory = common::correct_factory_of::<S>();
+    let spec = common::fuzz_spec(scenario, &factory);
     // Warm up and size the batches (at least three seeds per row).
     let (_, warm) = leasesim_batch(&spec, 1_000_000, 2);
     let per_seed_s = warm.cpu_s / 2.0;
@@ -200,9 +216,84 @@ fn measure(value: String, config: Config) -> Row {
         value,
         totals,
         time,
-        deleted_sample: rows_deleted(&scenario),
-        rows: config.rows,
+        deleted: None,
     }
+}
+
+/// `base` (a builtin scenario of `S`) with `overrides` (`key = value` in TOML) written in.
+fn overridden<S: System>(base: &str, overrides: &[(&str, String)]) -> Rc<leasesim_sim::Scenario<S>> {
+    let scenario = common::builtin_scenario_of::<S>(base);
+    let mut set = Overrides::default();
+    for (key, value) in overrides {
+        let value: toml::Value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+            .map(|mut table| table.remove("v").expect("the value just written"))
+            .unwrap_or_else(|err| panic!("override {key} = {value}: {err}"));
+        set.set(key, value);
+    }
+    let changed = set
+        .apply(&scenario)
+        .unwrap_or_else(|(key, why)| panic!("{base} with {key}: {why}"));
+    Rc::new(changed)
+}
+
+/// The shared fault overrides of a density (rejects and lost replies on every operation of
+/// `S`, pauses), as the retention tables use (without revocations, a retention fault).
+fn fault_overrides<S: System>(faults: Faults) -> Vec<(String, String)> {
+    let (reject, lost, pause, _) = faults.probabilities();
+    let mut out = Vec::new();
+    for op in S::Op::ALL {
+        out.push((format!("faults.reject.{}", op.key()), reject.to_string()));
+        out.push((format!("faults.reply_lost.{}", op.key()), lost.to_string()));
+    }
+    out.push(("faults.pause.probability".to_string(), pause.to_string()));
+    out
+}
+
+/// The dimensions of system `S` from its no-fault scenario `base`; `size` is the system's own
+/// dimension (a key and its values), if it has one.
+fn system_dimensions<S: System>(
+    base: &str,
+    size: Option<(&str, &[u64])>,
+) -> Vec<(String, Vec<Row>)> {
+    let one = |label: String, overrides: Vec<(String, String)>| {
+        let pairs: Vec<(&str, String)> =
+            overrides.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        measure_scenario(label, &overridden::<S>(base, &pairs))
+    };
+    let mut dimensions = vec![
+        (
+            format!("{}: replicas", S::NAME),
+            [1u64, 2, 4, 8]
+                .into_iter()
+                .map(|n| one(format!("{n} replicas"), vec![("replicas".into(), n.to_string())]))
+                .collect(),
+        ),
+        (
+            format!("{}: duration", S::NAME),
+            [1u64, 5, 15]
+                .into_iter()
+                .map(|min| {
+                    let ms = (min * 60_000).to_string();
+                    one(format!("{min} min"), vec![("duration_ms".into(), ms)])
+                })
+                .collect(),
+        ),
+        (
+            format!("{}: faults", S::NAME),
+            [Faults::Off, Faults::Light, Faults::Medium, Faults::Heavy]
+                .into_iter()
+                .map(|f| one(format!("{f:?}").to_lowercase(), fault_overrides::<S>(f)))
+                .collect(),
+        ),
+    ];
+    if let Some((key, values)) = size {
+        let rows = values
+            .iter()
+            .map(|v| one(format!("{key} = {v}"), vec![(key.to_string(), v.to_string())]))
+            .collect();
+        dimensions.push((format!("{}: {key}", S::NAME), rows));
+    }
+    dimensions
 }
 
 fn print_table(title: &str, rows: &[Row]) {
@@ -216,7 +307,7 @@ fn print_table(title: &str, rows: &[Row]) {
         let t = row.totals;
         let seeds = t.seeds as f64;
         println!(
-            "| {} | {} | {:.1} | {:.0} | {:.0} | {:.3} | {:.0} | {} | {} of {} |",
+            "| {} | {} | {:.1} | {:.0} | {:.0} | {:.3} | {:.0} | {} | {} |",
             row.value,
             t.seeds,
             seeds / row.time.cpu_s,
@@ -225,8 +316,8 @@ fn print_table(title: &str, rows: &[Row]) {
             row.us_per_event(),
             t.steps as f64 / seeds,
             t.failed,
-            row.deleted_sample,
-            row.rows,
+            row.deleted
+                .map_or_else(|| "-".to_string(), |(done, of)| format!("{done} of {of}")),
         );
     }
     println!();
@@ -251,16 +342,16 @@ fn main() {
         BASELINE.replicas, BASELINE.duration_min, BASELINE.rows
     );
     println!();
-    let dimensions: Vec<(&str, Vec<Row>)> = vec![
+    let mut dimensions: Vec<(String, Vec<Row>)> = vec![
         (
-            "rows",
+            "rows".to_string(),
             [1_000u64, 10_000, 100_000]
                 .into_iter()
                 .map(|rows| measure(format!("{rows} rows"), Config { rows, ..BASELINE }))
                 .collect(),
         ),
         (
-            "replicas",
+            "replicas".to_string(),
             [1u16, 2, 4, 8, 16]
                 .into_iter()
                 .map(|replicas| {
@@ -275,7 +366,7 @@ fn main() {
                 .collect(),
         ),
         (
-            "duration",
+            "duration".to_string(),
             [1u64, 5, 15, 60]
                 .into_iter()
                 .map(|duration_min| {
@@ -290,13 +381,18 @@ fn main() {
                 .collect(),
         ),
         (
-            "faults",
+            "faults".to_string(),
             [Faults::Off, Faults::Light, Faults::Medium, Faults::Heavy]
                 .into_iter()
                 .map(|faults| measure(faults.label(), Config { faults, ..BASELINE }))
                 .collect(),
         ),
     ];
+    dimensions.extend(system_dimensions::<HolderLock>("holder-steady", None));
+    dimensions.extend(system_dimensions::<Reservations>(
+        "expiry-steady",
+        Some(("agents.backlog", &[10, 100, 1_000])),
+    ));
     for (name, rows) in &dimensions {
         print_table(name, rows);
     }
