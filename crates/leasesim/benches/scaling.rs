@@ -38,9 +38,9 @@ use leasesim::overrides::Overrides;
 use leasesim_events::{Flow, OpSet};
 use leasesim_holder_lock::HolderLock;
 use leasesim_reservations::Reservations;
-use leasesim_sim::System;
 use leasesim_retention::events::{Applied, Event, EventKind, Stamped};
 use leasesim_rt::SimConfig;
+use leasesim_sim::System;
 use leasesim_sim::simulate;
 
 use common::{BatchTotals, Elapsed, leasesim_batch};
@@ -221,7 +221,10 @@ fn measure_scenario<S: System>(value: String, scenario: &Rc<leasesim_sim::Scenar
 }
 
 /// `base` (a builtin scenario of `S`) with `overrides` (`key = value` in TOML) written in.
-fn overridden<S: System>(base: &str, overrides: &[(&str, String)]) -> Rc<leasesim_sim::Scenario<S>> {
+fn overridden<S: System>(
+    base: &str,
+    overrides: &[(&str, String)],
+) -> Rc<leasesim_sim::Scenario<S>> {
     let scenario = common::builtin_scenario_of::<S>(base);
     let mut set = Overrides::default();
     for (key, value) in overrides {
@@ -256,8 +259,10 @@ fn system_dimensions<S: System>(
     size: Option<(&str, &[u64])>,
 ) -> Vec<(String, Vec<Row>)> {
     let one = |label: String, overrides: Vec<(String, String)>| {
-        let pairs: Vec<(&str, String)> =
-            overrides.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        let pairs: Vec<(&str, String)> = overrides
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
         measure_scenario(label, &overridden::<S>(base, &pairs))
     };
     let mut dimensions = vec![
@@ -265,7 +270,12 @@ fn system_dimensions<S: System>(
             format!("{}: replicas", S::NAME),
             [1u64, 2, 4, 8]
                 .into_iter()
-                .map(|n| one(format!("{n} replicas"), vec![("replicas".into(), n.to_string())]))
+                .map(|n| {
+                    one(
+                        format!("{n} replicas"),
+                        vec![("replicas".into(), n.to_string())],
+                    )
+                })
                 .collect(),
         ),
         (
@@ -289,7 +299,12 @@ fn system_dimensions<S: System>(
     if let Some((key, values)) = size {
         let rows = values
             .iter()
-            .map(|v| one(format!("{key} = {v}"), vec![(key.to_string(), v.to_string())]))
+            .map(|v| {
+                one(
+                    format!("{key} = {v}"),
+                    vec![(key.to_string(), v.to_string())],
+                )
+            })
             .collect();
         dimensions.push((format!("{}: {key}", S::NAME), rows));
     }
