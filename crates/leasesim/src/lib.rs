@@ -33,6 +33,7 @@ pub mod runner;
 pub mod shrink;
 pub mod systems;
 pub mod trace;
+pub mod work_items;
 
 mod check;
 

@@ -160,7 +160,10 @@ impl<S> Default for SystemOf<S> {
 }
 
 /// Every system the harness knows, in the order `list` shows them.
-pub static SYSTEMS: &[&dyn AnySystem] = &[&SystemOf::<Retention>::new()];
+pub static SYSTEMS: &[&dyn AnySystem] = &[
+    &SystemOf::<Retention>::new(),
+    &SystemOf::<leasesim_work_items::WorkItems>::new(),
+];
 
 /// The system called `name`.
 pub fn system(name: &str) -> Option<&'static dyn AnySystem> {

@@ -110,6 +110,10 @@ impl<'w, C: Clock, S: Store, P: Provider> ClaimWork<'w, C, S, P> {
             return Ok(now_ms);
         }
         self.renew(now_ms).await?;
+        // A stop may have come while the renewal was in flight.
+        if self.worker.stopping() {
+            return Err(Exit::Stopped);
+        }
         Ok(self.worker.clock().now_ms())
     }
 
