@@ -460,7 +460,13 @@ mod tests {
         // A lookup of another key settles nothing.
         let mut script = ambiguous();
         lookup(&mut script, Key { item: 4, salt: 5 }, LookupView::Unknown);
-        script.send(R1, Request::ProviderApply { item: 4, key: key(4) });
+        script.send(
+            R1,
+            Request::ProviderApply {
+                item: 4,
+                key: key(4),
+            },
+        );
         let seq = script.last_seq();
         assert_broken(Invariant::ReconcileFirst, &script, seq, &["key k4"]);
         // A lookup of the key that answered `unknown` lets the same key be applied again.
@@ -477,12 +483,21 @@ mod tests {
         script.claim(R1, 5, 9, 1);
         script.send(R1, apply(5, 1));
         let seq = script.last_seq();
-        let words = ["r1 sent apply_if_owner for item 5 with token 1", "granted token 9"];
+        let words = [
+            "r1 sent apply_if_owner for item 5 with token 1",
+            "granted token 9",
+        ];
         assert_broken(Invariant::ClaimToken, &script, seq, &words);
         let mut script = Script::new();
         script.at(100).pass_start(R1, 1);
         script.claim(R1, 5, 9, 1);
-        script.send(R1, Request::ProviderApply { item: 6, key: key(6) });
+        script.send(
+            R1,
+            Request::ProviderApply {
+                item: 6,
+                key: key(6),
+            },
+        );
         let seq = script.last_seq();
         let words = ["the claim it held was of item 5 (token 9"];
         assert_broken(Invariant::ClaimToken, &script, seq, &words);
@@ -518,7 +533,11 @@ mod tests {
         let code = ErrorCode::Rejected(Op::Apply);
         let cases: [(u32, Request, &str); 5] = [
             (1, fail(2, 4, code), "attempt 1 of 2: attempts were left"),
-            (2, release(2, 4, code), "attempt 2 of 2: the attempts were spent"),
+            (
+                2,
+                release(2, 4, code),
+                "attempt 2 of 2: the attempts were spent",
+            ),
             (
                 1,
                 release(2, 4, ErrorCode::Timeout(Op::Done)),

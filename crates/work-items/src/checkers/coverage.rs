@@ -331,14 +331,25 @@ mod tests {
             }
             Situation::StaleApplyRefused => s.lease_lost(R1, apply(0, 1), Some(2)),
             Situation::ProviderTimeoutAfterAccept => {
-                let request = Request::ProviderApply { item: 0, key: key(0) };
-                let applied = Applied::ProviderApplied { item: 0, key: key(0) };
+                let request = Request::ProviderApply {
+                    item: 0,
+                    key: key(0),
+                };
+                let applied = Applied::ProviderApplied {
+                    item: 0,
+                    key: key(0),
+                };
                 s.failed(R1, request, Some(applied), NetFailure::Timeout);
             }
             Situation::ReconcileFoundApplied => {
                 let found = LookupView::Applied;
                 let applied = Applied::LookedUp { key: key(0), found };
-                s.round(R1, Request::Lookup { key: key(0) }, applied, Answer::Lookup(found));
+                s.round(
+                    R1,
+                    Request::Lookup { key: key(0) },
+                    applied,
+                    Answer::Lookup(found),
+                );
             }
             Situation::LeaseLostMidItem => {
                 s.chunk(R1, 0, 1, 0);
@@ -359,15 +370,32 @@ mod tests {
                 s.lease_lost(R1, done, None);
             }
             Situation::ProviderDeduplicated => {
-                let request = Request::ProviderApply { item: 0, key: key(0) };
-                let applied = Applied::ProviderDuplicate { item: 0, key: key(0) };
+                let request = Request::ProviderApply {
+                    item: 0,
+                    key: key(0),
+                };
+                let applied = Applied::ProviderDuplicate {
+                    item: 0,
+                    key: key(0),
+                };
                 let answer = Answer::Provider(ProviderView::Duplicate);
                 s.round(R1, request, applied, answer);
             }
             Situation::ProviderRefused => {
-                let request = Request::ProviderApply { item: 0, key: key(0) };
-                let applied = Applied::ProviderRefused { item: 0, key: key(0) };
-                s.round(R1, request, applied, Answer::Provider(ProviderView::Refused));
+                let request = Request::ProviderApply {
+                    item: 0,
+                    key: key(0),
+                };
+                let applied = Applied::ProviderRefused {
+                    item: 0,
+                    key: key(0),
+                };
+                s.round(
+                    R1,
+                    request,
+                    applied,
+                    Answer::Provider(ProviderView::Refused),
+                );
             }
             Situation::ItemFailed => {
                 let fail = Request::Fail {
@@ -379,7 +407,11 @@ mod tests {
                 s.mark(R1, fail, Mark::Failed);
             }
             Situation::ItemReleased => {
-                s.mark(R1, release(ErrorCode::Timeout(crate::events::Op::Apply)), Mark::Released);
+                s.mark(
+                    R1,
+                    release(ErrorCode::Timeout(crate::events::Op::Apply)),
+                    Mark::Released,
+                );
             }
             Situation::RenewalGranted => {
                 let renew = Request::Renew {

@@ -218,6 +218,11 @@ mod tests {
         assert_broken(Invariant::RunReport, &script, seq, &words);
         let mut script = pass(status(0, 1));
         let seq = script.pass_end(R1, 1, EndKind::Stopped, one_done(), Some(status(0, 1)));
-        assert_broken(Invariant::RunReport, &script, seq, &["stop() had not been called"]);
+        assert_broken(
+            Invariant::RunReport,
+            &script,
+            seq,
+            &["stop() had not been called"],
+        );
     }
 }

@@ -482,7 +482,10 @@ mod tests {
         let (script, _) = claimed(|s| marked_done(s.at(2_000), 1, Some(1)));
         assert_holds(Invariant::StaleDone, &script);
         let (script, seq) = claimed(|s| marked_done(s.at(9_000), 1, None));
-        let words = ["the store marked item 0 done under token 1 at t=9000ms", "expired"];
+        let words = [
+            "the store marked item 0 done under token 1 at t=9000ms",
+            "expired",
+        ];
         assert_broken(Invariant::StaleDone, &script, seq, &words);
     }
 
@@ -519,8 +522,7 @@ mod tests {
         ];
         assert_broken(Invariant::ClaimableOnly, &script, seq, &words);
         let mut done = Script::correct_run();
-        done.at(30_000)
-            .claim_sized(R2, 0, 9, 2, 1, Prior::Fresh);
+        done.at(30_000).claim_sized(R2, 0, 9, 2, 1, Prior::Fresh);
         let seq = done.last_seq() - 1;
         let words = ["item 0 had been done since t=1045ms"];
         assert_broken(Invariant::ClaimableOnly, &done, seq, &words);
@@ -533,9 +535,27 @@ mod tests {
         script.at(200).provider(R2, 1);
         assert_holds(Invariant::EffectOnce, &script);
         let other = Key { item: 0, salt: 1 };
-        let call = script.at(300).send(R2, Request::ProviderApply { item: 0, key: other });
-        let seq = script.apply(R2, call, Applied::ProviderApplied { item: 0, key: other });
-        script.answer(R2, call, Op::Provider, Answer::Provider(ProviderView::Applied));
+        let call = script.at(300).send(
+            R2,
+            Request::ProviderApply {
+                item: 0,
+                key: other,
+            },
+        );
+        let seq = script.apply(
+            R2,
+            call,
+            Applied::ProviderApplied {
+                item: 0,
+                key: other,
+            },
+        );
+        script.answer(
+            R2,
+            call,
+            Op::Provider,
+            Answer::Provider(ProviderView::Applied),
+        );
         let words = [
             "the provider carried out item 0's effect again at t=300ms (key k0~1 for r2)",
             "after carrying it out at t=105ms under key k0",
@@ -547,13 +567,14 @@ mod tests {
     #[test]
     fn done_after_effect_breaks_on_a_done_before_every_chunk_and_the_provider() {
         let mut script = Script::new();
-        script
-            .at(100)
-            .claim_sized(R1, 0, 1, 1, 2, Prior::Fresh);
+        script.at(100).claim_sized(R1, 0, 1, 1, 2, Prior::Fresh);
         script.chunk(R1, 0, 1, 0);
         script.done(R1, 0, 1);
         let seq = script.last_seq() - 1;
-        let words = ["item 0 was marked done under token 1", "chunk 1 of its 2 was never applied"];
+        let words = [
+            "item 0 was marked done under token 1",
+            "chunk 1 of its 2 was never applied",
+        ];
         assert_broken(Invariant::DoneAfterEffect, &script, seq, &words);
         let mut script = Script::new();
         script.at(100).claim(R1, 0, 1, 1);

@@ -247,7 +247,9 @@ mod tests {
             },
         );
         let seq = script.last_seq();
-        let words = ["r1 sent apply_if_owner for item 1 at t=300ms, after its stop() was called at t=200ms"];
+        let words = [
+            "r1 sent apply_if_owner for item 1 at t=300ms, after its stop() was called at t=200ms",
+        ];
         assert_broken(Invariant::StopQuiesces, &script, seq, &words);
         // Another replica's calls are not r1's.
         let mut script = stopped_holding();
@@ -259,7 +261,12 @@ mod tests {
     fn stop_joins_breaks_when_stop_returns_early() {
         let mut script = stopped_holding();
         let seq = script.on(R1, EventKind::StopResolved);
-        assert_broken(Invariant::StopJoins, &script, seq, &["its pass begun at t=100ms had not ended"]);
+        assert_broken(
+            Invariant::StopJoins,
+            &script,
+            seq,
+            &["its pass begun at t=100ms had not ended"],
+        );
         let mut script = stopped_holding();
         script.send(R1, release(1, 3));
         script.pass_end(R1, 1, EndKind::Stopped, PassCounts::default(), None);
