@@ -50,7 +50,9 @@ fn every_scenario_with_the_correct_worker() {
 
 /// Each defective worker, the scenario and seed its counterexample is shrunk from, and the
 /// most events the shrunk trace may have (25, the issue-11 target; `leftover-release` needs a
-/// second replica whose deletes keep its lease while the first one's next term begins).
+/// second replica whose deletes keep its lease while the first one's next term begins; a
+/// work-items stale write needs a claim held past its lease, chunk by chunk, so those rows
+/// allow what they shrink to).
 const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("naive", "steady", 0, 25),
     ("interval-renewal", "renewal-reorder", 0, 25),
@@ -66,6 +68,12 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("leftover-release", "slow-deletes", 0, 26),
     ("stale-renewal", "exact-token-renewal", 0, 25),
     ("whole-batches", "odd-batches", 0, 25),
+    ("plain-write-claim", "items-steady", 0, 25),
+    ("unfenced-apply", "items-clock-skew", 0, 34),
+    ("keyless-retry", "items-provider-timeouts", 0, 22),
+    ("lease-lost-retry", "items-ugly-transition", 0, 19),
+    ("unfenced-done", "items-clock-skew", 2, 42),
+    ("fixed-token", "items-long-items", 0, 25),
 ];
 
 /// The CLI's default budget, so a snapshot shows what `leasesim shrink` prints.

@@ -197,6 +197,7 @@ impl System for WorkItems {
             ("items.count", "2"),
             ("items.count", "4"),
             ("items.chunks", "[1, 1]"),
+            ("items.chunks", "[2, 2]"),
         ]
     }
 
