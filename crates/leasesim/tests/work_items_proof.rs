@@ -406,15 +406,15 @@ fn a_lost_provider_reply_was_reconciled_to_applied(report: &Report) -> bool {
     let mut waiting: BTreeSet<(ReplicaId, u32)> = BTreeSet::new();
     for (call, replica, request, answer) in answers(report) {
         match (request, answer) {
-            (Request::ProviderApply { item, .. }, Answer::Failed(NetFailure::Timeout)) => {
-                if ambiguous.contains(&call) {
-                    waiting.insert((replica, item));
-                }
+            (Request::ProviderApply { item, .. }, Answer::Failed(NetFailure::Timeout))
+                if ambiguous.contains(&call) =>
+            {
+                waiting.insert((replica, item));
             }
-            (Request::Lookup { key }, Answer::Lookup(LookupView::Applied)) => {
-                if waiting.contains(&(replica, key.item)) {
-                    return true;
-                }
+            (Request::Lookup { key }, Answer::Lookup(LookupView::Applied))
+                if waiting.contains(&(replica, key.item)) =>
+            {
+                return true;
             }
             _ => {}
         }
@@ -495,13 +495,11 @@ fn a_clock_fell_back_and_the_late_write_was_refused(report: &Report) -> bool {
             EventKind::Answered {
                 answer: Answer::LeaseLost,
                 ..
-            } => {
-                if held
-                    .get(&replica)
-                    .is_some_and(|&(token, fell)| fell && taken_over.contains(&token))
-                {
-                    return true;
-                }
+            } if held
+                .get(&replica)
+                .is_some_and(|&(token, fell)| fell && taken_over.contains(&token)) =>
+            {
+                return true;
             }
             _ => {}
         }
@@ -638,5 +636,56 @@ fn a_keyless_retry_makes_a_second_effect_that_effect_once_names() {
         let seed = first.unwrap_or_else(|| panic!("effect-once never named it ({strategy})"));
         println!("keyless-retry ({strategy}): effect-once at seed {seed}");
         assert!(seed < 10, "{strategy}: first at seed {seed}");
+    }
+}
+
+/// Each defective worker's counterexample (as the snapshots shrink it) shrinks to a handful of
+/// calls, and the saved choices file alone (its overrides and values) replays the same run.
+#[test]
+fn each_counterexample_shrinks_small_and_its_choices_file_replays_it() {
+    use leasesim::choices;
+    use leasesim::shrink::shrink;
+    use leasesim::systems::{erase, typed};
+    const CASES: [(&str, &str, u64, u64); 6] = [
+        ("plain-write-claim", "items-steady", 0, 25),
+        ("unfenced-apply", "items-clock-skew", 0, 34),
+        ("keyless-retry", "items-provider-timeouts", 0, 22),
+        ("lease-lost-retry", "items-ugly-transition", 0, 19),
+        ("unfenced-done", "items-clock-skew", 2, 42),
+        ("fixed-token", "items-long-items", 0, 25),
+    ];
+    for (worker, name, seed, max_events) in CASES {
+        let scenario = Rc::new(resolve_typed::<WorkItems>(name).unwrap());
+        let spec = || {
+            let factory = WorkItems::factory(worker).unwrap();
+            RunSpec::new(
+                scenario.clone(),
+                worker,
+                factory,
+                Feed::Seed(seed),
+                Strategy::Random,
+            )
+        };
+        let shrunk = shrink(&spec(), 20_000).unwrap_or_else(|| panic!("{worker} passes"));
+        let report = &shrunk.report;
+        let events = report.stats.events;
+        println!(
+            "{worker:<18} {name:<24} seed {seed}: {} -> {events} events",
+            shrunk.original_events
+        );
+        assert!(events <= max_events, "{worker}: {events} events");
+        let text = choices::render(&[], &shrunk.overrides, &report.choices);
+        let file = choices::parse_file("shrunk.choices", &text).unwrap();
+        let changed = file.apply(&erase((*scenario).clone())).unwrap();
+        let replayed = run(&RunSpec {
+            scenario: Rc::new(typed::<WorkItems>(changed.as_ref()).unwrap()),
+            feed: Feed::Replay(file.values),
+            ..spec()
+        });
+        assert_eq!(replayed.outcome, report.outcome, "{worker}: replay verdict");
+        assert_eq!(
+            replayed.stats.trace_hash, report.stats.trace_hash,
+            "{worker}: replay trace"
+        );
     }
 }
