@@ -50,6 +50,8 @@ pub(crate) struct ClaimWork<'w, C: Clock, S: Store, P: Provider> {
     lease: Lease,
     /// The worker's clock when the last grant (the claim, or a renewal) was asked for.
     granted_ms: u64,
+    /// A fenced write answered lease-lost: nothing more may be sent under this claim.
+    lost: bool,
 }
 
 impl<'w, C: Clock, S: Store, P: Provider> ClaimWork<'w, C, S, P> {
@@ -59,6 +61,7 @@ impl<'w, C: Clock, S: Store, P: Provider> ClaimWork<'w, C, S, P> {
             worker,
             lease,
             granted_ms: claimed_ms,
+            lost: false,
         }
     }
 
@@ -72,8 +75,8 @@ impl<'w, C: Clock, S: Store, P: Provider> ClaimWork<'w, C, S, P> {
             Ok(()) => ItemOutcome::Done,
             Err(exit) => self.exit(exit).await,
         };
-        // invariant: a claim ends done only through its own done-mark.
-        debug_assert!(outcome != ItemOutcome::Done || self.lease.chunks >= 1);
+        // invariant: a claim is reported lost exactly when a write answered lease-lost.
+        debug_assert_eq!(outcome == ItemOutcome::Lost, self.lost);
         outcome
     }
 
@@ -102,6 +105,8 @@ impl<'w, C: Clock, S: Store, P: Provider> ClaimWork<'w, C, S, P> {
     /// Before any call: a stop ends the work; a due renewal is sent first. Answers the clock
     /// reading to send the call with.
     async fn before_call(&mut self) -> Result<u64, Exit> {
+        // invariant: no call of any kind follows a lease-lost answer under this claim.
+        debug_assert!(!self.lost, "a call after lease-lost");
         if self.worker.stopping() {
             return Err(Exit::Stopped);
         }
@@ -133,7 +138,7 @@ impl<'w, C: Clock, S: Store, P: Provider> ClaimWork<'w, C, S, P> {
                     self.lease.expires_at_ms = expires_at_ms;
                     return Ok(());
                 }
-                Err(WriteError::LeaseLost) => return Err(Exit::Lost),
+                Err(WriteError::LeaseLost) => return Err(self.lose()),
                 Err(WriteError::Transport(failure)) => {
                     let error = ItemError::transport(Step::Renew, failure);
                     self.backoff(&mut retry, error).await?;
@@ -157,13 +162,19 @@ impl<'w, C: Clock, S: Store, P: Provider> ClaimWork<'w, C, S, P> {
             let now_ms = self.before_call().await?;
             match call(now_ms).await {
                 Ok(value) => return Ok(value),
-                Err(WriteError::LeaseLost) => return Err(Exit::Lost),
+                Err(WriteError::LeaseLost) => return Err(self.lose()),
                 Err(WriteError::Transport(failure)) => {
                     self.backoff(&mut retry, ItemError::transport(step, failure))
                         .await?;
                 }
             }
         }
+    }
+
+    /// Records that the claim is lost; the exit that ends its work.
+    fn lose(&mut self) -> Exit {
+        self.lost = true;
+        Exit::Lost
     }
 
     /// After a transport failure: give up once the retries are spent, else sleep the next
@@ -239,6 +250,8 @@ impl<'w, C: Clock, S: Store, P: Provider> ClaimWork<'w, C, S, P> {
 
     /// Releases or fails the claim with `error`, with retries that a stop does not cut short.
     async fn settle(&mut self, settle: Settle, error: ItemError) -> ItemOutcome {
+        // invariant: a lost claim is never given back: it belongs to someone else now.
+        debug_assert!(!self.lost, "a settle after lease-lost");
         let store = self.worker.store();
         let (item, token) = (self.lease.item, self.lease.token);
         let mut retry = 0;
@@ -251,7 +264,10 @@ impl<'w, C: Clock, S: Store, P: Provider> ClaimWork<'w, C, S, P> {
             match answer {
                 Ok(()) if settle == Settle::Release => return ItemOutcome::Released(error),
                 Ok(()) => return ItemOutcome::Failed(error),
-                Err(WriteError::LeaseLost) => return ItemOutcome::Lost,
+                Err(WriteError::LeaseLost) => {
+                    self.lost = true;
+                    return ItemOutcome::Lost;
+                }
                 Err(WriteError::Transport(_)) if retry >= self.config().max_retries => {
                     return ItemOutcome::Abandoned(error);
                 }

@@ -177,6 +177,19 @@ pub fn applied_text(applied: &Applied) -> String {
         ),
         Applied::Busy { item, token } => format!("busy: item {item} has live token {token}"),
         Applied::Closed { item, state } => format!("closed: item {item} is {}", state_name(state)),
+        Applied::Status(status) => format!("status: {}", status_text(&status)),
+        Applied::Read { item, view } => format!("item {item} is {}", view_text(&view)),
+        Applied::ProviderApplied { .. }
+        | Applied::ProviderDuplicate { .. }
+        | Applied::ProviderRefused { .. }
+        | Applied::LookedUp { .. } => provider_text(applied),
+        _ => write_text(applied),
+    }
+}
+
+/// A fenced write's apply: a renewal, a chunk, an end mark, a refusal.
+fn write_text(applied: &Applied) -> String {
+    match *applied {
         Applied::Renewed {
             item,
             token,
@@ -216,8 +229,13 @@ pub fn applied_text(applied: &Applied) -> String {
             let live = live.map_or("none".into(), |t| t.to_string());
             format!("refused: token {token} is not item {item}'s live claim (live: {live})")
         }
-        Applied::Status(status) => format!("status: {}", status_text(&status)),
-        Applied::Read { item, view } => format!("item {item} is {}", view_text(&view)),
+        other => unreachable!("not a store write: {other:?}"),
+    }
+}
+
+/// What the provider did.
+fn provider_text(applied: &Applied) -> String {
+    match *applied {
         Applied::ProviderApplied { item, key } => {
             format!(
                 "provider carried out item {item}'s effect (key {})",
@@ -237,6 +255,7 @@ pub fn applied_text(applied: &Applied) -> String {
         Applied::LookedUp { key, found } => {
             format!("key {}: {}", key_text(key), lookup_name(found))
         }
+        other => unreachable!("not the provider's: {other:?}"),
     }
 }
 

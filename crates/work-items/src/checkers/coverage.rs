@@ -319,47 +319,34 @@ mod tests {
         }
     }
 
-    /// A script that reaches `situation` (and nothing else).
-    fn reaching(situation: Situation) -> Script {
-        let mut s = Script::new();
-        s.at(100).pass_start(R1, 1);
-        s.claim(R1, 0, 1, 1);
+    fn renew() -> Request {
+        Request::Renew {
+            item: 0,
+            token: 1,
+            lease_ms: 1_000,
+            now_ms: 0,
+        }
+    }
+
+    fn provider(s: &mut Script, applied: Applied, answer: ProviderView) {
+        let request = Request::ProviderApply {
+            item: 0,
+            key: key(0),
+        };
+        s.round(R1, request, applied, Answer::Provider(answer));
+    }
+
+    /// After r1 claimed item 0 (token 1): the steps that reach a situation of the store.
+    fn store_steps(s: &mut Script, situation: Situation) {
         match situation {
             Situation::ClaimTakenOver => {
                 s.at(5_000)
                     .claim_sized(R2, 0, 2, 2, 1, Prior::Expired { token: 1 });
             }
             Situation::StaleApplyRefused => s.lease_lost(R1, apply(0, 1), Some(2)),
-            Situation::ProviderTimeoutAfterAccept => {
-                let request = Request::ProviderApply {
-                    item: 0,
-                    key: key(0),
-                };
-                let applied = Applied::ProviderApplied {
-                    item: 0,
-                    key: key(0),
-                };
-                s.failed(R1, request, Some(applied), NetFailure::Timeout);
-            }
-            Situation::ReconcileFoundApplied => {
-                let found = LookupView::Applied;
-                let applied = Applied::LookedUp { key: key(0), found };
-                s.round(
-                    R1,
-                    Request::Lookup { key: key(0) },
-                    applied,
-                    Answer::Lookup(found),
-                );
-            }
             Situation::LeaseLostMidItem => {
                 s.chunk(R1, 0, 1, 0);
-                let done = Request::Renew {
-                    item: 0,
-                    token: 1,
-                    lease_ms: 1_000,
-                    now_ms: 0,
-                };
-                s.lease_lost(R1, done, None);
+                s.lease_lost(R1, renew(), None);
             }
             Situation::DoneRefused => {
                 let done = Request::Done {
@@ -368,34 +355,6 @@ mod tests {
                     now_ms: 0,
                 };
                 s.lease_lost(R1, done, None);
-            }
-            Situation::ProviderDeduplicated => {
-                let request = Request::ProviderApply {
-                    item: 0,
-                    key: key(0),
-                };
-                let applied = Applied::ProviderDuplicate {
-                    item: 0,
-                    key: key(0),
-                };
-                let answer = Answer::Provider(ProviderView::Duplicate);
-                s.round(R1, request, applied, answer);
-            }
-            Situation::ProviderRefused => {
-                let request = Request::ProviderApply {
-                    item: 0,
-                    key: key(0),
-                };
-                let applied = Applied::ProviderRefused {
-                    item: 0,
-                    key: key(0),
-                };
-                s.round(
-                    R1,
-                    request,
-                    applied,
-                    Answer::Provider(ProviderView::Refused),
-                );
             }
             Situation::ItemFailed => {
                 let fail = Request::Fail {
@@ -407,31 +366,16 @@ mod tests {
                 s.mark(R1, fail, Mark::Failed);
             }
             Situation::ItemReleased => {
-                s.mark(
-                    R1,
-                    release(ErrorCode::Timeout(crate::events::Op::Apply)),
-                    Mark::Released,
-                );
+                let error = ErrorCode::Timeout(crate::events::Op::Apply);
+                s.mark(R1, release(error), Mark::Released);
             }
             Situation::RenewalGranted => {
-                let renew = Request::Renew {
-                    item: 0,
-                    token: 1,
-                    lease_ms: 1_000,
-                    now_ms: 0,
-                };
                 let applied = Applied::Renewed {
                     item: 0,
                     token: 1,
                     expires_at_ms: 9,
                 };
-                s.round(R1, renew, applied, Answer::Renewed { expires_at_ms: 9 });
-            }
-            Situation::StopWhileHolding => {
-                s.on(R1, EventKind::StopCalled);
-            }
-            Situation::PassDeadline => {
-                s.pass_end(R1, 1, EndKind::Deadline, PassCounts::default(), None);
+                s.round(R1, renew(), applied, Answer::Renewed { expires_at_ms: 9 });
             }
             Situation::StoreReplyLost => {
                 let applied = Applied::ChunkApplied {
@@ -443,6 +387,42 @@ mod tests {
                 };
                 s.failed(R1, apply(0, 1), Some(applied), NetFailure::Timeout);
             }
+            other => unreachable!("not a store situation: {other}"),
+        }
+    }
+
+    /// A script that reaches `situation` (and nothing else).
+    fn reaching(situation: Situation) -> Script {
+        let mut s = Script::new();
+        s.at(100).pass_start(R1, 1);
+        s.claim(R1, 0, 1, 1);
+        let (item, key) = (0, key(0));
+        match situation {
+            Situation::ProviderTimeoutAfterAccept => {
+                let request = Request::ProviderApply { item, key };
+                let applied = Applied::ProviderApplied { item, key };
+                s.failed(R1, request, Some(applied), NetFailure::Timeout);
+            }
+            Situation::ReconcileFoundApplied => {
+                let found = LookupView::Applied;
+                let applied = Applied::LookedUp { key, found };
+                s.round(R1, Request::Lookup { key }, applied, Answer::Lookup(found));
+            }
+            Situation::ProviderDeduplicated => {
+                let applied = Applied::ProviderDuplicate { item, key };
+                provider(&mut s, applied, ProviderView::Duplicate);
+            }
+            Situation::ProviderRefused => {
+                let applied = Applied::ProviderRefused { item, key };
+                provider(&mut s, applied, ProviderView::Refused);
+            }
+            Situation::StopWhileHolding => {
+                s.on(R1, EventKind::StopCalled);
+            }
+            Situation::PassDeadline => {
+                s.pass_end(R1, 1, EndKind::Deadline, PassCounts::default(), None);
+            }
+            store => store_steps(&mut s, store),
         }
         s
     }
