@@ -68,7 +68,7 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("leftover-release", "slow-deletes", 0, 26),
     ("stale-renewal", "exact-token-renewal", 0, 25),
     ("whole-batches", "odd-batches", 0, 25),
-    ("plain-write-claim", "items-steady", 0, 25),
+    ("plain-write-claim", "items-steady", 0, 17),
     ("unfenced-apply", "items-clock-skew", 0, 34),
     ("keyless-retry", "items-provider-timeouts", 0, 22),
     ("lease-lost-retry", "items-ugly-transition", 0, 19),

@@ -647,7 +647,7 @@ fn each_counterexample_shrinks_small_and_its_choices_file_replays_it() {
     use leasesim::shrink::shrink;
     use leasesim::systems::{erase, typed};
     const CASES: [(&str, &str, u64, u64); 6] = [
-        ("plain-write-claim", "items-steady", 0, 25),
+        ("plain-write-claim", "items-steady", 0, 17),
         ("unfenced-apply", "items-clock-skew", 0, 34),
         ("keyless-retry", "items-provider-timeouts", 0, 22),
         ("lease-lost-retry", "items-ugly-transition", 0, 19),
@@ -688,4 +688,25 @@ fn each_counterexample_shrinks_small_and_its_choices_file_replays_it() {
             "{worker}: replay trace"
         );
     }
+}
+
+/// The library entry: a user's crate checks a work-item worker of its own with
+/// `leasesim::work_items::check`, and a failing check says which invariant broke.
+#[test]
+fn leasesim_work_items_check_runs_a_users_worker_and_reports_a_failure() {
+    use leasesim::work_items::prelude::*;
+    let summary = check("items-steady", leasesim::work_items::correct_worker_of)
+        .strategy(Strategy::Pct { depth: 3 })
+        .seeds(20);
+    assert_eq!((summary.seeds, summary.skipped), (20, false));
+    let failure = check("items-steady", leasesim::work_items::correct_worker_of)
+        .builtin_worker("fixed-token")
+        .try_seeds(20)
+        .expect_err("fixed-token fails");
+    assert_eq!(failure.outcome.invariant(), Some(Invariant::ClaimToken));
+    assert!(
+        failure.replay.contains("--worker fixed-token"),
+        "{}",
+        failure.replay
+    );
 }

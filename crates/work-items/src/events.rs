@@ -7,9 +7,9 @@
 //!   (so a token names one claim) and an expiry on the store's clock.
 //! - *live claim*: an item's claim while it is unexpired and the item is still claimed.
 //! - *pass*: one `run()` of a worker, between the notes `PassStarted` and `PassEnded`.
-//! - *unsafe primitive*: `Read`, `PlainClaim`, `UnguardedApply`, `UnguardedDone`: store
-//!   operations without a condition, which only the defective workers use. They share the
-//!   operation (and so latency and faults) of their safe counterpart.
+//! - *unsafe primitive*: `PlainClaim`, `UnguardedApply`, `UnguardedDone`: store writes
+//!   without a condition, which only the defective workers use. They share the operation (and
+//!   so latency and faults) of their safe counterpart.
 //!
 //! Calls, applies, answers, pauses and stops travel in the shared envelope
 //! (`leasesim_events::EventKind<WorkItems>`); only the payloads below are this system's.
@@ -169,10 +169,6 @@ pub enum Request {
     Lookup {
         key: Key,
     },
-    /// Unsafe: reads one item's record.
-    Read {
-        item: u32,
-    },
     /// Unsafe: writes the sender as the item's owner, with no condition.
     PlainClaim {
         item: u32,
@@ -197,7 +193,7 @@ pub enum Request {
 impl Request {
     pub fn op(&self) -> Op {
         match self {
-            Request::Find { .. } | Request::Read { .. } => Op::Find,
+            Request::Find { .. } => Op::Find,
             Request::Claim { .. } | Request::PlainClaim { .. } => Op::Claim,
             Request::Renew { .. } => Op::Renew,
             Request::Apply { .. } | Request::UnguardedApply { .. } => Op::Apply,
@@ -220,7 +216,6 @@ impl Request {
             | Request::Release { item, .. }
             | Request::Fail { item, .. }
             | Request::ProviderApply { item, .. }
-            | Request::Read { item }
             | Request::PlainClaim { item, .. }
             | Request::UnguardedApply { item, .. }
             | Request::UnguardedDone { item, .. } => Some(item),
@@ -271,7 +266,7 @@ pub enum ItemState {
     Failed,
 }
 
-/// One item's record as a read shows it.
+/// One item's record, as the tally shows the first item still open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct ItemView {
     pub state: ItemState,
@@ -369,10 +364,6 @@ pub enum Applied {
         live: Option<u64>,
     },
     Status(StatusView),
-    Read {
-        item: u32,
-        view: ItemView,
-    },
     ProviderApplied {
         item: u32,
         key: Key,
@@ -422,7 +413,6 @@ pub enum Answer {
     Ok,
     LeaseLost,
     Status(StatusView),
-    Item(ItemView),
     Provider(ProviderView),
     Lookup(LookupView),
     Failed(NetFailure),

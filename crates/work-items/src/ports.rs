@@ -4,9 +4,9 @@
 //! - *ports*: [`SimClock`], [`SimStore`], [`SimProvider`]: the worker's view of the world,
 //!   built on the shared `leasesim_sim::Port` of one replica (its clock, its gate, the
 //!   network).
-//! - *unsafe primitives*: [`UnsafeStore`], store operations without a condition (a plain
-//!   read, a plain owner write, an apply and a done-mark without the token predicate). Only
-//!   the defective workers call them; the production core has no way to.
+//! - *unsafe primitives*: [`UnsafeStore`], store writes without a condition (a plain owner
+//!   write, an apply and a done-mark without the token predicate). Only the defective workers
+//!   call them; the production core has no way to.
 //! - *worker under test*: anything with `run()` (one pass over the claimable items) and
 //!   `stop()`, built from one replica's ports: the production core (`correct`), a defective
 //!   worker, or a user's own.
@@ -26,7 +26,7 @@ use work_items_worker::{
 };
 
 use crate::events::{
-    Answer, ErrorCode, ItemView, Key, LeaseView, LookupView, Op, ProviderView, Request, WorkItems,
+    Answer, ErrorCode, Key, LeaseView, LookupView, Op, ProviderView, Request, WorkItems,
 };
 
 /// Everything a work-item worker is built from.
@@ -375,10 +375,8 @@ impl Provider for SimProvider {
     }
 }
 
-/// Store operations without a condition. Only the defective workers use them.
+/// Store writes without a condition. Only the defective workers use them.
 pub trait UnsafeStore {
-    /// Reads one item's record.
-    fn read(&self, item: ItemId) -> impl Future<Output = Result<ItemView, Transport>>;
     /// Writes this replica as the item's owner whatever its state (next token, new expiry).
     fn plain_claim(
         &self,
@@ -404,14 +402,6 @@ pub trait UnsafeStore {
 }
 
 impl UnsafeStore for SimStore {
-    async fn read(&self, item: ItemId) -> Result<ItemView, Transport> {
-        match self.0.call(Request::Read { item: item.0 }).await {
-            Answer::Item(view) => Ok(view),
-            Answer::Failed(failure) => Err(transport(failure)),
-            other => unreachable!("read answered {other:?}"),
-        }
-    }
-
     async fn plain_claim(
         &self,
         item: ItemId,

@@ -116,7 +116,6 @@ pub fn request_text(request: &Request) -> String {
             format!("provider_apply item={item} key={}", key_text(key))
         }
         Request::Lookup { key } => format!("provider_lookup key={}", key_text(key)),
-        Request::Read { item } => format!("read item={item} (plain read)"),
         Request::PlainClaim { item, lease_ms, .. } => {
             format!("write_owner item={item} lease={lease_ms}ms (plain write, no condition)")
         }
@@ -178,7 +177,6 @@ pub fn applied_text(applied: &Applied) -> String {
         Applied::Busy { item, token } => format!("busy: item {item} has live token {token}"),
         Applied::Closed { item, state } => format!("closed: item {item} is {}", state_name(state)),
         Applied::Status(status) => format!("status: {}", status_text(&status)),
-        Applied::Read { item, view } => format!("item {item} is {}", view_text(&view)),
         Applied::ProviderApplied { .. }
         | Applied::ProviderDuplicate { .. }
         | Applied::ProviderRefused { .. }
@@ -283,7 +281,6 @@ pub fn answer_text(answer: &Answer) -> String {
         Answer::Ok => "ok".into(),
         Answer::LeaseLost => "LEASE LOST".into(),
         Answer::Status(status) => status_text(status),
-        Answer::Item(view) => view_text(view),
         Answer::Provider(ProviderView::Applied) => "applied".into(),
         Answer::Provider(ProviderView::Duplicate) => "duplicate (already applied)".into(),
         Answer::Provider(ProviderView::Refused) => "refused for good".into(),

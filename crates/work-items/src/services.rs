@@ -53,10 +53,6 @@ pub fn apply(world: &World<WorkItems>, replica: ReplicaId, request: Request) -> 
             let status = world.services().store.status();
             (Applied::Status(status), Answer::Status(status))
         }
-        Request::Read { item } => {
-            let view = world.services().store.read(item);
-            (Applied::Read { item, view }, Answer::Item(view))
-        }
         Request::Claim { item, lease_ms, .. } => claim(world, replica, item, lease_ms, true),
         Request::PlainClaim { item, lease_ms, .. } => claim(world, replica, item, lease_ms, false),
         other => write(world, other, now_ms),

@@ -286,7 +286,7 @@ impl ItemStore {
         Ok(false)
     }
 
-    /// Unsafe: one record as it is.
+    /// One record as it is (for the tally).
     pub fn read(&self, item: u32) -> ItemView {
         let record = self.record(item);
         ItemView {

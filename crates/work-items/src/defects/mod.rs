@@ -43,8 +43,8 @@ pub struct DefectInfo {
 pub const DEFECTS: &[DefectInfo] = &[
     DefectInfo {
         name: "plain-write-claim",
-        description: "claims by reading the item, then writing itself as owner with a plain \
-                      write (no condition)",
+        description: "claims an item a read found claimable with a plain write of itself as \
+                      owner (no condition)",
         caught_by: &["claimable-only"],
     },
     DefectInfo {

@@ -20,15 +20,14 @@ use work_items_worker::{
     RunReport, RunStatus, Store, Transport, WorkerConfig,
 };
 
-use crate::events::ItemState;
 use crate::ports::UnsafeStore;
 use claim::ClaimWork;
 
 /// The defects a worker of the engine may have, one at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Flaw {
-    /// `plain-write-claim`: claims by reading the item, then writing itself as the owner with
-    /// a plain (unconditional) write.
+    /// `plain-write-claim`: claims an item the store's read said was claimable by writing
+    /// itself as the owner with a plain (unconditional) write.
     PlainWriteClaim,
     /// `unfenced-apply`: applies chunks without the token predicate.
     UnfencedApply,
@@ -247,18 +246,9 @@ impl<C: Clock, S: Store + UnsafeStore, P: Provider> Engine<C, S, P> {
     }
 
     /// defect(plain-write-claim): the correct worker claims with one conditional write; this
-    /// one reads the item, judges it claimable on its own clock, then writes itself as owner.
+    /// one takes the find's answer (a read: the item was claimable then) as its licence and
+    /// writes itself as owner with no condition, so a rival's claim in between is overwritten.
     async fn plain_write_claim(&self, item: ItemId, now_ms: u64) -> Option<Lease> {
-        let view = self.store.read(item).await.ok()?;
-        let claimable = match view.state {
-            ItemState::Pending | ItemState::Released => true,
-            ItemState::Claimed => view.expires_at_ms <= now_ms,
-            ItemState::Done | ItemState::Failed => false,
-        };
-        if !claimable || self.stopping() {
-            return None;
-        }
-        let now_ms = self.clock.now_ms();
         self.store
             .plain_claim(item, now_ms, self.config.lease_ms)
             .await
