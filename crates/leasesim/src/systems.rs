@@ -124,7 +124,8 @@ pub trait AnyReport {
     /// The fault profile's header lines.
     fn profile(&self) -> Vec<String>;
     fn trace(&self, head: &TraceHeader) -> String;
-    fn json(&self) -> String;
+    /// JSON lines: the header, the events, the verdict.
+    fn json(&self, head: &TraceHeader) -> String;
     fn digest(&self, head: &TraceHeader, max_lines: usize) -> String;
     fn html(&self, head: &TraceHeader) -> String;
     fn as_any(&self) -> &dyn Any;
@@ -162,6 +163,8 @@ impl<S> Default for SystemOf<S> {
 /// Every system the harness knows, in the order `list` shows them.
 pub static SYSTEMS: &[&dyn AnySystem] = &[
     &SystemOf::<Retention>::new(),
+    &SystemOf::<leasesim_holder_lock::HolderLock>::new(),
+    &SystemOf::<leasesim_reservations::Reservations>::new(),
     &SystemOf::<leasesim_work_items::WorkItems>::new(),
 ];
 
@@ -440,8 +443,8 @@ impl<S: System> AnyReport for ReportOf<S> {
         trace::render(head, &self.report)
     }
 
-    fn json(&self) -> String {
-        trace::render_json(&self.report)
+    fn json(&self, head: &TraceHeader) -> String {
+        trace::render_json(head, &self.report)
     }
 
     fn digest(&self, head: &TraceHeader, max_lines: usize) -> String {
