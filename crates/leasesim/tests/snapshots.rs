@@ -90,7 +90,7 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("keyless-retry", "items-provider-timeouts", 0, 22),
     ("lease-lost-retry", "items-ugly-transition", 0, 19),
     ("unfenced-done", "items-clock-skew", 2, 42),
-    ("fixed-token", "items-long-items", 0, 25),
+    ("worker-token", "items-long-items", 0, 25),
 ];
 
 /// The CLI's default budget, so a snapshot shows what `leasesim shrink` prints.

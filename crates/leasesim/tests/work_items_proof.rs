@@ -43,7 +43,7 @@ const NAIVE_SHAPES: [(&str, &[Invariant]); 6] = [
     ),
     ("lease-lost-retry", &[Invariant::StopOnLeaseLost]),
     ("unfenced-done", &[Invariant::StaleDone]),
-    ("fixed-token", &[Invariant::ClaimToken]),
+    ("worker-token", &[Invariant::ClaimToken]),
 ];
 
 fn caught_within(worker: &str, invariants: &[Invariant], strategy: Strategy, start: u64) {
@@ -652,7 +652,7 @@ fn each_counterexample_shrinks_small_and_its_choices_file_replays_it() {
         ("keyless-retry", "items-provider-timeouts", 0, 22),
         ("lease-lost-retry", "items-ugly-transition", 0, 19),
         ("unfenced-done", "items-clock-skew", 2, 42),
-        ("fixed-token", "items-long-items", 0, 25),
+        ("worker-token", "items-long-items", 0, 25),
     ];
     for (worker, name, seed, max_events) in CASES {
         let scenario = Rc::new(resolve_typed::<WorkItems>(name).unwrap());
@@ -700,12 +700,12 @@ fn leasesim_work_items_check_runs_a_users_worker_and_reports_a_failure() {
         .seeds(20);
     assert_eq!((summary.seeds, summary.skipped), (20, false));
     let failure = check("items-steady", leasesim::work_items::correct_worker_of)
-        .builtin_worker("fixed-token")
+        .builtin_worker("worker-token")
         .try_seeds(20)
-        .expect_err("fixed-token fails");
+        .expect_err("worker-token fails");
     assert_eq!(failure.outcome.invariant(), Some(Invariant::ClaimToken));
     assert!(
-        failure.replay.contains("--worker fixed-token"),
+        failure.replay.contains("--worker worker-token"),
         "{}",
         failure.replay
     );

@@ -94,7 +94,7 @@ fn each_flaw_changes_the_trace_somewhere() {
         (Flaw::KeylessRetry, "items-provider-timeouts"),
         (Flaw::LeaseLostRetry, "items-ugly-transition"),
         (Flaw::UnfencedDone, "items-clock-skew"),
-        (Flaw::FixedToken, "items-steady"),
+        (Flaw::WorkerToken, "items-steady"),
     ];
     for (flaw, name) in flaws {
         let scenario = scenario(name);

@@ -69,7 +69,7 @@ pub const DEFECTS: &[DefectInfo] = &[
         caught_by: &["stale-done"],
     },
     DefectInfo {
-        name: "fixed-token",
+        name: "worker-token",
         description: "keeps the first token it was granted and sends it with every later claim",
         caught_by: &["claim-token"],
     },
@@ -82,7 +82,7 @@ fn flaw_of(name: &str) -> Option<Flaw> {
         "keyless-retry" => Flaw::KeylessRetry,
         "lease-lost-retry" => Flaw::LeaseLostRetry,
         "unfenced-done" => Flaw::UnfencedDone,
-        "fixed-token" => Flaw::FixedToken,
+        "worker-token" => Flaw::WorkerToken,
         _ => return None,
     })
 }

@@ -39,9 +39,9 @@ pub(crate) enum Flaw {
     LeaseLostRetry,
     /// `unfenced-done`: marks items done without the owner check.
     UnfencedDone,
-    /// `fixed-token`: keeps the first token it was granted and sends it with every write of
+    /// `worker-token`: keeps the first token it was granted and sends it with every write of
     /// every later claim.
-    FixedToken,
+    WorkerToken,
 }
 
 /// Why the loop of a run stopped claiming.
@@ -63,7 +63,7 @@ pub(crate) struct Engine<C: Clock, S: Store + UnsafeStore, P: Provider> {
     stop_requested: Cell<bool>,
     running: Cell<bool>,
     changed: Notify,
-    /// The first token this worker was granted (read only with `fixed-token`).
+    /// The first token this worker was granted (read only with `worker-token`).
     first_token: Cell<Option<u64>>,
 }
 
@@ -182,8 +182,8 @@ impl<C: Clock, S: Store + UnsafeStore, P: Provider> Engine<C, S, P> {
             let Some(mut lease) = self.claim(item, now_ms).await else {
                 continue;
             };
-            if self.has(Flaw::FixedToken) {
-                // defect(fixed-token): the correct worker uses each claim's own token.
+            if self.has(Flaw::WorkerToken) {
+                // defect(worker-token): the correct worker uses each claim's own token.
                 let first = self.first_token.get().unwrap_or(lease.token);
                 self.first_token.set(Some(first));
                 lease.token = first;
