@@ -10,13 +10,18 @@
 //!   switched and scaled by swarm like every shared fault.
 //!
 //! Unknown keys are refused by the shared loader (top level, `[faults]`) and by serde's
-//! `deny_unknown_fields` here, each at its `file:line:column`.
+//! `deny_unknown_fields` here, each at its `file:line:column`. Every number is bounded by
+//! what a run can do (spans by [`MAX_SPAN_MS`], counts by the constants below) and a value
+//! outside its bound is refused at the value, naming the key and the range in words.
 
 use std::ops::Range;
 
-use leasesim_sim::scenario::Probability;
+use std::fmt;
+
+use leasesim_sim::scenario::{MAX_SPAN_MS, Probability, whole_field};
 use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
 use serde::Deserialize;
+use serde::de::{self, Deserializer};
 use toml::Spanned;
 use work_items_worker::WorkerConfig;
 
@@ -26,14 +31,77 @@ use crate::events::WorkItems;
 pub const MAX_CHUNKS: u32 = 64;
 /// The most items a run may have.
 pub const MAX_ITEMS: u32 = 10_000;
+/// The most claims of one item a worker may make, and the most retries of one call: a run's
+/// phases end long before a thousand backoffs of even a millisecond's round trip each matter.
+pub const MAX_TRIES: u32 = 1_000;
+
+fn count_field<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    whole_field(d, 1, i64::from(MAX_ITEMS))
+}
+
+fn attempts_field<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    whole_field(d, 1, i64::from(MAX_TRIES))
+}
+
+fn retries_field<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    whole_field(d, 0, i64::from(MAX_TRIES))
+}
+
+/// A span of virtual time from `MIN` ms to [`MAX_SPAN_MS`].
+fn span_field<'de, D: Deserializer<'de>, const MIN: i64>(d: D) -> Result<u64, D::Error> {
+    whole_field(d, MIN, MAX_SPAN_MS as i64)
+}
+
+/// `[min, max]` of chunks per item, each in `1..=MAX_CHUNKS`, `min <= max`.
+fn chunks_field<'de, D: Deserializer<'de>>(d: D) -> Result<[u32; 2], D::Error> {
+    struct Chunks;
+    /// One end of the range, bounded like a whole field.
+    struct End;
+    impl<'de> de::DeserializeSeed<'de> for End {
+        type Value = u32;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
+            whole_field(d, 1, i64::from(MAX_CHUNKS))
+        }
+    }
+    impl<'de> de::Visitor<'de> for Chunks {
+        type Value = [u32; 2];
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(
+                f,
+                "a range [min, max] of whole numbers from 1 to {MAX_CHUNKS}"
+            )
+        }
+
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<[u32; 2], A::Error> {
+            let min = seq.next_element_seed(End)?;
+            let min = min.ok_or_else(|| de::Error::invalid_length(0, &self))?;
+            let max = seq.next_element_seed(End)?;
+            let max = max.ok_or_else(|| de::Error::invalid_length(1, &self))?;
+            if seq.next_element::<de::IgnoredAny>()?.is_some() {
+                return Err(de::Error::invalid_length(3, &self));
+            }
+            if min > max {
+                return Err(de::Error::custom(format!(
+                    "range [{min}, {max}]: min exceeds max"
+                )));
+            }
+            Ok([min, max])
+        }
+    }
+    d.deserialize_seq(Chunks)
+}
 
 /// `[items]`: what the dispatcher creates.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ItemsSection {
     /// Items of the run, numbered from 0.
+    #[serde(deserialize_with = "count_field")]
     pub count: u32,
     /// Each item's size in chunks, drawn per item from `[min, max]`.
+    #[serde(deserialize_with = "chunks_field")]
     pub chunks: [u32; 2],
 }
 
@@ -50,12 +118,20 @@ impl Default for ItemsSection {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WorkerSection {
+    /// At least 2: a renewal interval must fit below it.
+    #[serde(deserialize_with = "span_field::<_, 2>")]
     pub lease_ms: u64,
+    #[serde(deserialize_with = "span_field::<_, 1>")]
     pub renew_every_ms: u64,
+    #[serde(deserialize_with = "attempts_field")]
     pub max_attempts: u32,
+    #[serde(deserialize_with = "retries_field")]
     pub max_retries: u32,
+    #[serde(deserialize_with = "span_field::<_, 1>")]
     pub backoff_ms: u64,
+    #[serde(deserialize_with = "span_field::<_, 1>")]
     pub backoff_cap_ms: u64,
+    #[serde(deserialize_with = "span_field::<_, 1>")]
     pub deadline_ms: u64,
 }
 
@@ -114,7 +190,7 @@ struct FaultsFile {
 #[serde(deny_unknown_fields)]
 struct SettingsFile {
     #[serde(default)]
-    items: Option<Spanned<ItemsSection>>,
+    items: ItemsSection,
     #[serde(default)]
     worker: Option<Spanned<WorkerSection>>,
     #[serde(default)]
@@ -154,8 +230,11 @@ fn split<T: Default>(section: Option<Spanned<T>>) -> (T, Range<usize>) {
 /// Checks the work-items part of a scenario file.
 pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
     let file: SettingsFile = part.deserialize()?;
-    let (items, items_span) = split(file.items);
-    check_items(&items).map_err(|message| part.error_at(items_span, &message))?;
+    let items = file.items;
+    // invariant: the fields' bounds make every item section a dispatcher can create.
+    debug_assert!((1..=MAX_ITEMS).contains(&items.count));
+    debug_assert!(1 <= items.chunks[0] && items.chunks[0] <= items.chunks[1]);
+    debug_assert!(items.chunks[1] <= MAX_CHUNKS);
     let (worker, worker_span) = split(file.worker);
     let config = worker.config();
     config
@@ -168,22 +247,6 @@ pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
         settle: file.settle,
         provider_refuses: file.faults.provider_refuses,
     })
-}
-
-fn check_items(items: &ItemsSection) -> Result<(), String> {
-    if items.count == 0 || items.count > MAX_ITEMS {
-        return Err(format!(
-            "[items]: count ({}) must be between 1 and {MAX_ITEMS}",
-            items.count
-        ));
-    }
-    let [min, max] = items.chunks;
-    if min == 0 || min > max || max > MAX_CHUNKS {
-        return Err(format!(
-            "[items]: chunks [{min}, {max}] must be a range within [1, {MAX_CHUNKS}]"
-        ));
-    }
-    Ok(())
 }
 
 /// What one run drew.

@@ -50,18 +50,23 @@ fn mistakes_in_the_systems_keys_are_refused_at_their_place() {
     let cases = [
         (
             "[items]\ncount = 0\n",
-            "bad.toml:3:1:",
-            "count (0) must be between 1 and 10000",
+            "bad.toml:4:9:",
+            "`items.count` must be a whole number from 1 to 10000, got 0",
         ),
         (
             "[items]\nchunks = [3, 2]\n",
-            "bad.toml:3:1:",
-            "chunks [3, 2] must be a range",
+            "bad.toml:4:10:",
+            "`items.chunks`: range [3, 2]: min exceeds max",
         ),
         (
             "[items]\nchunks = [1, 65]\n",
-            "bad.toml:3:1:",
-            "within [1, 64]",
+            "bad.toml:4:14:",
+            "`items.chunks` must be a whole number from 1 to 64, got 65",
+        ),
+        (
+            "[items]\nchunks = [1]\n",
+            "bad.toml:4:10:",
+            "invalid length 1, expected a range [min, max] of whole numbers from 1 to 64",
         ),
         (
             "[worker]\nlease_ms = 500\nrenew_every_ms = 500\n",
@@ -93,5 +98,70 @@ fn mistakes_in_the_systems_keys_are_refused_at_their_place() {
         let error = error_of(body);
         assert!(error.starts_with(place), "{body:?}: {error}");
         assert!(error.contains(words), "{body:?}: {error}");
+    }
+}
+
+/// Every number of the system's keys is bounded by what a run can do: a value just past the
+/// bound is refused at the value, naming the key and the range; the bound itself loads.
+#[test]
+fn every_key_is_bounded_by_what_a_run_can_do() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("[items]\ncount = {}", "10_000", "10_001"),
+        ("[items]\ncount = {}", "1", "0"),
+        ("[items]\nchunks = [{}, 1]", "1", "0"),
+        ("[items]\nchunks = [1, {}]", "64", "65"),
+        ("[worker]\nlease_ms = {}", "3_600_000", "3_600_001"),
+        ("[worker]\nlease_ms = {}\nrenew_every_ms = 1", "2", "1"),
+        ("[worker]\nrenew_every_ms = {}", "1", "0"),
+        ("[worker]\nmax_attempts = {}", "1_000", "1_001"),
+        ("[worker]\nmax_attempts = {}", "1", "0"),
+        ("[worker]\nmax_retries = {}", "1_000", "1_001"),
+        ("[worker]\nmax_retries = {}", "0", "-1"),
+        ("[worker]\nbackoff_ms = {}", "1", "0"),
+        (
+            "[worker]\nbackoff_ms = 1\nbackoff_cap_ms = {}",
+            "3_600_000",
+            "3_600_001",
+        ),
+        ("[worker]\ndeadline_ms = {}", "3_600_000", "3_600_001"),
+    ];
+    for (template, fits, too_far) in cases {
+        let body = |value: &str| format!("{}\n", template.replace("{}", value));
+        let text = format!(
+            "description = \"x\"\nsystem = \"work-items\"\n{}",
+            body(fits)
+        );
+        parse_scenario("ok", "ok.toml", &text)
+            .unwrap_or_else(|err| panic!("{template} with {fits} is within its bound: {err}"));
+        let err = error_of(&body(too_far));
+        assert!(
+            err.contains("must be a whole number from"),
+            "{template}: {err}"
+        );
+        let shown = too_far.replace('_', "");
+        assert!(err.ends_with(&format!("got {shown}")), "{template}: {err}");
+    }
+}
+
+/// A value of the wrong type is refused with the range in words, never a Rust type.
+#[test]
+fn no_rust_type_leaks_into_a_message() {
+    for (line, key) in [
+        ("[items]\ncount = \"many\"", "items.count"),
+        ("[items]\ncount = -1", "items.count"),
+        ("[items]\nchunks = [1.5, 2]", "items.chunks"),
+        ("[worker]\nlease_ms = -5", "worker.lease_ms"),
+        (
+            "[worker]\nmax_attempts = 4_294_967_296",
+            "worker.max_attempts",
+        ),
+        ("[worker]\ndeadline_ms = \"soon\"", "worker.deadline_ms"),
+    ] {
+        let err = error_of(&format!("{line}\n"));
+        assert!(err.starts_with("bad.toml:4:"), "{line}: {err}");
+        assert!(err.contains(&format!("`{key}`")), "{line}: {err}");
+        for rust_type in ["u16", "u32", "u64", "i64", "f64"] {
+            assert!(!err.contains(rust_type), "{line}: {err}");
+        }
     }
 }
