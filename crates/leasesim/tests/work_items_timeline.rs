@@ -46,9 +46,15 @@ fn some_mark_says(html: &str, class: &str, words: &str) {
 fn the_ugly_transition_draws_lanes_claims_takeovers_and_refused_writes() {
     let html = timeline("items-ugly-transition", 0);
     for lane in 1..=3 {
-        assert!(html.contains(&format!(">r{lane}</text>")), "no lane r{lane}");
+        assert!(
+            html.contains(&format!(">r{lane}</text>")),
+            "no lane r{lane}"
+        );
     }
-    assert!(html.contains("lease token "), "no claim is drawn as a held token");
+    assert!(
+        html.contains("lease token "),
+        "no claim is drawn as a held token"
+    );
     assert!(
         html.contains("lost: renew answered none"),
         "no claim bar ends where its worker learned the claim was lost"
