@@ -14,6 +14,7 @@
 //! | [`ports`] | the worker's ports on the simulated world, `WorkerUnderTest`, the factories |
 //! | [`driver`] | a replica's loop calling `run()`, the tally as the liveness phase ends |
 //! | [`settings`] | the system's scenario keys, and what a run draws from them |
+//! | [`bounds`] | the check across keys that refuses a scenario no correct worker could pass |
 //! | [`checkers`] | one checker per invariant, the "sometimes" situations, the contract audit |
 //! | [`defects`] | the defective workers, each the correct engine with one defect |
 //! | [`render`] | how its events read in a trace and draw on a timeline |
@@ -21,6 +22,7 @@
 //! The production worker core is its own crate (`work-items-worker`) and depends only on
 //! `futures` and its ports.
 
+pub mod bounds;
 pub mod checkers;
 pub mod defects;
 pub mod driver;
@@ -98,6 +100,10 @@ impl System for WorkItems {
 
     fn settings(part: SystemPart<'_>) -> Result<settings::Settings, ScenarioError> {
         settings::parse(part)
+    }
+
+    fn check_scenario(scenario: &Scenario) -> Result<(), (&'static str, String)> {
+        bounds::check(scenario)
     }
 
     fn draw(scenario: &Scenario, env: &dyn Env<Self>, scale: &Scale<'_>) -> settings::Drawn {

@@ -165,3 +165,29 @@ fn no_rust_type_leaks_into_a_message() {
         }
     }
 }
+
+/// Items no run could settle by the end of the liveness phase are refused at `items.count`,
+/// with the figures; the same items without `settle`, or with the capacity they need, load.
+#[test]
+fn items_no_run_can_settle_are_refused_at_the_count() {
+    let text = "duration_ms = 1_000\nliveness_ms = 1_000\n[items]\ncount = 10_000\n";
+    let err = error_of(text);
+    assert!(
+        err.starts_with("bad.toml:6:9: `items.count` (10000) is more than any run can settle"),
+        "{err}"
+    );
+    for piece in [
+        "3 replica(s) settle at most 999 item(s) in the 2000ms",
+        "each item taking at least 6ms",
+        "set `settle = false`",
+    ] {
+        assert!(err.contains(piece), "`{piece}` missing: {err}");
+    }
+    let head = "description = \"x\"\nsystem = \"work-items\"\n";
+    let unsettled = format!("{head}settle = false\n{text}");
+    assert!(parse_scenario("ok", "ok.toml", &unsettled).is_ok());
+    let fits = format!("{head}{}", text.replace("10_000", "999"));
+    parse_scenario("ok", "ok.toml", &fits).unwrap_or_else(|err| panic!("{err}"));
+    let over = format!("{head}{}", text.replace("10_000", "1_000"));
+    assert!(parse_scenario("bad", "bad.toml", &over).is_err());
+}
