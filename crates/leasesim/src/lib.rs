@@ -35,6 +35,7 @@ pub mod runner;
 pub mod shrink;
 pub mod systems;
 pub mod trace;
+pub mod work_items;
 
 mod check;
 

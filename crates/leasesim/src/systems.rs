@@ -165,6 +165,7 @@ pub static SYSTEMS: &[&dyn AnySystem] = &[
     &SystemOf::<Retention>::new(),
     &SystemOf::<leasesim_holder_lock::HolderLock>::new(),
     &SystemOf::<leasesim_reservations::Reservations>::new(),
+    &SystemOf::<leasesim_work_items::WorkItems>::new(),
 ];
 
 /// The system called `name`.

@@ -52,7 +52,9 @@ fn every_scenario_with_the_correct_worker() {
 /// most events the shrunk trace may have (25, the issue-11 target; `leftover-release` needs a
 /// second replica whose deletes keep its lease while the first one's next term begins;
 /// `tokenless-release` needs a batch whose first transitions outlast the claim, so that
-/// another worker claims the rest before the first one releases them).
+/// another worker claims the rest before the first one releases them; a work-items stale
+/// write needs a claim held past its lease, chunk by chunk, so those rows allow what they
+/// shrink to).
 const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("naive", "steady", 0, 25),
     ("interval-renewal", "renewal-reorder", 0, 25),
@@ -82,6 +84,13 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("worker-clock-now", "expiry-clock-skew", 0, 25),
     ("token-per-worker", "expiry-steady", 0, 25),
     ("release-skipped-on-error", "expiry-transient-errors", 0, 25),
+    // work-items (seed 001)
+    ("plain-write-claim", "items-steady", 0, 17),
+    ("unfenced-apply", "items-clock-skew", 0, 34),
+    ("keyless-retry", "items-provider-timeouts", 0, 22),
+    ("lease-lost-retry", "items-ugly-transition", 0, 19),
+    ("unfenced-done", "items-clock-skew", 2, 42),
+    ("worker-token", "items-long-items", 0, 25),
 ];
 
 /// The CLI's default budget, so a snapshot shows what `leasesim shrink` prints.

@@ -1,0 +1,64 @@
+//! What a work-items run can do: the check across keys that refuses a scenario no correct
+//! worker could pass, so bad input is never reported as the worker's failure.
+//!
+//! Terminology:
+//! - *settling an item*: the correct worker finds it, claims it and writes its end mark (done,
+//!   or failed): three round trips one after the other, at least, whatever else the item
+//!   needs (chunks, the provider, renewals, retries) and whatever faults strike.
+//! - *settle capacity*: the most items the replicas could settle from the start of the run to
+//!   the end of the liveness phase, each worker settling one item at a time at the lowest
+//!   latencies. An upper bound: a scenario over it cannot settle in any run (one under it may
+//!   still not, in a given run).
+//!
+//! A check blames one key (`(key, message)`); the shared loader places it.
+
+use crate::Scenario;
+use crate::events::Op;
+
+/// A scenario check's finding: the dotted key to blame and what is wrong with it.
+pub type Finding = (&'static str, String);
+
+/// Every cross-key check of a work-items scenario.
+pub fn check(scenario: &Scenario) -> Result<(), Finding> {
+    items_can_settle(scenario)
+}
+
+/// The shortest round trip of `op`: its lowest latency there and back.
+fn quickest_round_trip_ms(scenario: &Scenario, op: Op) -> u64 {
+    2 * scenario.latency.get(op).min
+}
+
+/// The shortest time in which one worker settles one item: a find, a claim, and the cheaper
+/// of a done-mark and a fail.
+pub fn quickest_item_ms(scenario: &Scenario) -> u64 {
+    let end_mark_ms =
+        quickest_round_trip_ms(scenario, Op::Done).min(quickest_round_trip_ms(scenario, Op::Fail));
+    quickest_round_trip_ms(scenario, Op::Find)
+        + quickest_round_trip_ms(scenario, Op::Claim)
+        + end_mark_ms
+}
+
+/// With `settle` on, every item must end done or failed by the end of the liveness phase:
+/// refused when the items outnumber the settle capacity.
+fn items_can_settle(scenario: &Scenario) -> Result<(), Finding> {
+    let settings = &scenario.settings;
+    let item_ms = quickest_item_ms(scenario);
+    if !settings.settle || item_ms == 0 {
+        return Ok(());
+    }
+    let run_ms = scenario.duration_ms + scenario.liveness_ms;
+    let replicas = u64::from(scenario.replicas);
+    let capacity = replicas * (run_ms / item_ms);
+    let count = u64::from(settings.items.count);
+    if count <= capacity {
+        return Ok(());
+    }
+    let message = format!(
+        "({count}) is more than any run can settle: {replicas} replica(s) settle at most \
+         {capacity} item(s) in the {run_ms}ms up to the end of the liveness phase, each item \
+         taking at least {item_ms}ms (a find, a claim and a done-mark or fail, there and back \
+         at the lowest latencies); lower the count, lengthen the phases, or set \
+         `settle = false`"
+    );
+    Err(("items.count", message))
+}

@@ -1,0 +1,168 @@
+//! The names of the work-items system's invariants.
+//!
+//! Terminology:
+//! - *name*: the kebab-case identifier reports, scenario files and the command line use.
+//! - *holds when*: one line: what a passing run guarantees.
+
+use std::fmt;
+
+use leasesim_invariants::InvariantName;
+
+/// One of the properties every work-items run is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Invariant {
+    StaleApply,
+    StaleDone,
+    ClaimableOnly,
+    EffectOnce,
+    DoneAfterEffect,
+    StopOnLeaseLost,
+    ReconcileFirst,
+    ClaimToken,
+    GiveUpPolicy,
+    StopQuiesces,
+    StopJoins,
+    RunReport,
+    ItemsSettle,
+}
+
+impl Invariant {
+    pub const COUNT: usize = 13;
+
+    /// Every invariant, in the order checkers see an event: the services' side first (what
+    /// the store and the provider applied), then the worker's side, then the report and
+    /// liveness.
+    pub const ALL: [Invariant; Invariant::COUNT] = [
+        Invariant::StaleApply,
+        Invariant::StaleDone,
+        Invariant::ClaimableOnly,
+        Invariant::EffectOnce,
+        Invariant::DoneAfterEffect,
+        Invariant::StopOnLeaseLost,
+        Invariant::ReconcileFirst,
+        Invariant::ClaimToken,
+        Invariant::GiveUpPolicy,
+        Invariant::StopQuiesces,
+        Invariant::StopJoins,
+        Invariant::RunReport,
+        Invariant::ItemsSettle,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::StaleApply => "stale-apply",
+            Invariant::StaleDone => "stale-done",
+            Invariant::ClaimableOnly => "claimable-only",
+            Invariant::EffectOnce => "effect-once",
+            Invariant::DoneAfterEffect => "done-after-effect",
+            Invariant::StopOnLeaseLost => "stop-on-lease-lost",
+            Invariant::ReconcileFirst => "reconcile-first",
+            Invariant::ClaimToken => "claim-token",
+            Invariant::GiveUpPolicy => "give-up-policy",
+            Invariant::StopQuiesces => "stop-quiesces",
+            Invariant::StopJoins => "stop-joins",
+            Invariant::RunReport => "run-report",
+            Invariant::ItemsSettle => "items-settle",
+        }
+    }
+
+    pub fn holds_when(self) -> &'static str {
+        match self {
+            Invariant::StaleApply => {
+                "the store applies no chunk of an item's effect under a token that was not the \
+                 item's live claim at that instant"
+            }
+            Invariant::StaleDone => {
+                "the store marks no item done under a token that was not its live claim at that \
+                 instant"
+            }
+            Invariant::ClaimableOnly => {
+                "a claim is granted only on an unclaimed, released or expired item, never on a \
+                 live claim and never on a done or failed item"
+            }
+            Invariant::EffectOnce => "the provider carries out each item's effect at most once",
+            Invariant::DoneAfterEffect => {
+                "an item is marked done only after every chunk of its effect was applied and the \
+                 provider carried out its effect"
+            }
+            Invariant::StopOnLeaseLost => {
+                "after a write answered lease-lost, the worker sends no further write for that \
+                 item under that claim"
+            }
+            Invariant::ReconcileFirst => {
+                "after a provider apply answered a timeout, the worker's next provider call for \
+                 the item is a lookup of the same key, and it applies again only once a lookup \
+                 answered unknown"
+            }
+            Invariant::ClaimToken => {
+                "every store write carries the token of the claim the worker holds on that item, \
+                 and every provider call is for the item it holds"
+            }
+            Invariant::GiveUpPolicy => {
+                "an item given up is released while it has attempts left and failed once they are \
+                 spent or the provider refused it, always with the last error the claim received \
+                 (or `stopped` after a stop)"
+            }
+            Invariant::StopQuiesces => {
+                "after stop() the worker sends no find, claim, renewal, apply, done-mark, status \
+                 or provider call; only a release or fail of the claim it holds"
+            }
+            Invariant::StopJoins => {
+                "stop() returns only after the pass ended, no call is pending, and the claim held \
+                 at the stop was settled (or tried to be)"
+            }
+            Invariant::RunReport => {
+                "the report run() returns matches its answers: its done, failed, released, lost \
+                 and abandoned claims, its status is the store's last answer, and it says \
+                 complete only if the store counted no open item"
+            }
+            Invariant::ItemsSettle => {
+                "once faults heal, every item ends done or failed by the end of the liveness \
+                 phase (none stuck claimed) and every stop() returns"
+            }
+        }
+    }
+}
+
+impl InvariantName for Invariant {
+    const ALL: &'static [Invariant] = &Invariant::ALL;
+
+    fn name(self) -> &'static str {
+        Invariant::name(self)
+    }
+
+    fn holds_when(self) -> &'static str {
+        Invariant::holds_when(self)
+    }
+
+    fn is_liveness(self) -> bool {
+        self == Invariant::ItemsSettle
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_are_distinct_and_fit_one_line() {
+        let mut names: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+        for invariant in Invariant::ALL {
+            assert_eq!(
+                <Invariant as InvariantName>::from_name(invariant.name()),
+                Some(invariant)
+            );
+            assert!(!invariant.holds_when().contains('\n'));
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Invariant::COUNT);
+        assert!(Invariant::ItemsSettle.is_liveness() && !Invariant::StaleApply.is_liveness());
+    }
+}

@@ -1,0 +1,148 @@
+//! The work-items system's invariants as online checkers, and its "sometimes" situations.
+//!
+//! Terminology:
+//! - *checker*: reads the events of one run in order and reports an event that breaks its
+//!   invariant as a [`Violation`]. Every checker keeps its own state, derives everything from
+//!   the events (the items from the services' `Applied` events, the claims from the worker's
+//!   calls and answers) and trusts no other checker, nor the service.
+//! - *service side*: what the store and the provider applied (`stale-apply`, `stale-done`,
+//!   `claimable-only`, `effect-once`, `done-after-effect`).
+//! - *worker side*: what a worker sent and reported (`stop-on-lease-lost`, `reconcile-first`,
+//!   `claim-token`, `give-up-policy`, `stop-quiesces`, `stop-joins`, `run-report`).
+//! - *liveness*: `items-settle`, once faults heal.
+//! - *situation*: something interesting a run may reach ([`Situation`], [`Coverage`]).
+//!
+//! ## Contract audit
+//!
+//! [`audit`] maps every sentence of the seed's contract (and of the issue that set this
+//! system up) to the invariant that catches it, or to the test that covers it.
+
+mod claims;
+mod coverage;
+mod invariant;
+mod liveness;
+mod report;
+mod service;
+mod stop;
+#[cfg(test)]
+mod testkit;
+mod track;
+
+/// The contract audit: each sentence of the contract, and what catches it.
+#[doc = include_str!("AUDIT.md")]
+pub mod audit {}
+
+pub use coverage::{Coverage, Situation, SituationSet};
+pub use invariant::Invariant;
+pub use leasesim_invariants::Checker;
+
+use claims::{ClaimToken, GiveUpPolicy, ReconcileFirst, StopOnLeaseLost};
+use liveness::ItemsSettle;
+use report::RunReport;
+use service::{ClaimableOnly, DoneAfterEffect, EffectOnce, StaleApply, StaleDone};
+use stop::{StopJoins, StopQuiesces};
+
+use crate::events::{Event, EventKind, Stamped, WorkItems, notes};
+
+/// A violation of one of the work-items system's invariants.
+pub type Violation = leasesim_invariants::Violation<WorkItems>;
+
+/// The checkers of one run behind one observer.
+pub type CheckerSet = leasesim_invariants::CheckerSet<WorkItems, AnyChecker>;
+
+/// What the run's workers were configured with, as the checkers need it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckConfig {
+    /// Claims of one item before giving it up fails it.
+    pub max_attempts: u32,
+}
+
+/// The interest bit of the pass notes.
+pub(crate) const fn notes_pass() -> u32 {
+    notes::PASS
+}
+
+/// The interest bit of the tally note.
+pub(crate) const fn notes_tally() -> u32 {
+    notes::TALLY
+}
+
+/// Declares `AnyChecker`, one variant per invariant, and its construction and dispatch.
+macro_rules! any_checker {
+    ($($variant:ident => $make:expr),* $(,)?) => {
+        /// One checker of the work-items system, of any of its invariants (static dispatch).
+        #[derive(Debug)]
+        pub enum AnyChecker {
+            $($variant($variant),)*
+        }
+
+        impl AnyChecker {
+            /// A fresh checker of `invariant`.
+            pub fn new(invariant: Invariant, config: &CheckConfig) -> AnyChecker {
+                match invariant {
+                    $(Invariant::$variant => {
+                        let make: fn(&CheckConfig) -> $variant = $make;
+                        AnyChecker::$variant(make(config))
+                    })*
+                }
+            }
+        }
+
+        impl Checker<WorkItems> for AnyChecker {
+            fn invariant(&self) -> Invariant {
+                match self {
+                    $(AnyChecker::$variant(checker) => checker.invariant(),)*
+                }
+            }
+
+            fn wants(&self, kind: &EventKind) -> bool {
+                match self {
+                    $(AnyChecker::$variant(checker) => checker.wants(kind),)*
+                }
+            }
+
+            fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+                match self {
+                    $(AnyChecker::$variant(checker) => checker.on_event(event),)*
+                }
+            }
+
+            fn finish(&mut self, end_ms: u64) -> Option<Violation> {
+                match self {
+                    $(AnyChecker::$variant(checker) => checker.finish(end_ms),)*
+                }
+            }
+        }
+    };
+}
+
+any_checker! {
+    StaleApply => |_| StaleApply::new(),
+    StaleDone => |_| StaleDone::new(),
+    ClaimableOnly => |_| ClaimableOnly::new(),
+    EffectOnce => |_| EffectOnce::new(),
+    DoneAfterEffect => |_| DoneAfterEffect::new(),
+    StopOnLeaseLost => |_| StopOnLeaseLost::new(),
+    ReconcileFirst => |_| ReconcileFirst::new(),
+    ClaimToken => |_| ClaimToken::new(),
+    GiveUpPolicy => GiveUpPolicy::new,
+    StopQuiesces => |_| StopQuiesces::new(),
+    StopJoins => |_| StopJoins::new(),
+    RunReport => |_| RunReport::new(),
+    ItemsSettle => |_| ItemsSettle::new(),
+}
+
+/// The checkers of the given invariants (duplicates ignored), fed in the system's order.
+pub fn checker_set(config: &CheckConfig, invariants: &[Invariant]) -> CheckerSet {
+    CheckerSet::new(
+        invariants
+            .iter()
+            .map(|&invariant| AnyChecker::new(invariant, config))
+            .collect(),
+    )
+}
+
+/// Checkers of every invariant.
+pub fn all_checkers(config: &CheckConfig) -> CheckerSet {
+    checker_set(config, &Invariant::ALL)
+}

@@ -1,0 +1,282 @@
+//! Stopping a worker: `stop-quiesces`, `stop-joins`.
+//!
+//! Terminology:
+//! - *incarnation*: a replica's worker from its start, or from `Restarted`, to the next
+//!   `Restarted`; a stop belongs to one incarnation.
+//! - *quiet*: after `StopCalled` the worker may only give back the claim it holds (a release
+//!   or a fail) and wait for what is in flight.
+//! - *claim held at the stop*: the held claim, not settled, when `StopCalled` came; by
+//!   `StopResolved` a release, fail or done of it must have been answered, or a write of it
+//!   answered lease-lost.
+
+use leasesim_invariants::{At, Checker, PerReplica};
+
+use super::claims::worker_kinds;
+use super::track::Ledger;
+use super::{Invariant, Violation};
+use crate::events::{Event, EventKind, Op, Stamped, WorkItems};
+
+/// `stop-quiesces`: after `stop()` nothing but a release or fail is sent.
+#[derive(Debug, Default)]
+pub struct StopQuiesces {
+    ledgers: PerReplica<Ledger>,
+}
+
+impl StopQuiesces {
+    pub fn new() -> StopQuiesces {
+        StopQuiesces::default()
+    }
+}
+
+impl Checker<WorkItems> for StopQuiesces {
+    fn invariant(&self) -> Invariant {
+        Invariant::StopQuiesces
+    }
+
+    fn wants(&self, kind: &EventKind) -> bool {
+        worker_kinds(kind)
+    }
+
+    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+        let replica = event.event.replica?;
+        let ledger = self.ledgers.at(replica);
+        let verdict = match (event.event.kind, &ledger.stop) {
+            (EventKind::Call { request, .. }, Some(stop))
+                if !matches!(request.op(), Op::Release | Op::Fail) =>
+            {
+                let item = request
+                    .item()
+                    .map_or(String::new(), |i| format!(" for item {i}"));
+                let sentence = format!(
+                    "{replica} sent {}{item} at {}, after its stop() was called at {}",
+                    leasesim_events::OpSet::name(request.op()),
+                    At(event.at_ms),
+                    At(stop.at_ms)
+                );
+                let context = [Some(stop)];
+                Some(Violation::new(
+                    Invariant::StopQuiesces,
+                    event,
+                    context,
+                    sentence,
+                ))
+            }
+            _ => None,
+        };
+        ledger.observe(event);
+        verdict
+    }
+
+    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+        None
+    }
+}
+
+/// The claim a replica held, unsettled, when its stop was called.
+#[derive(Debug)]
+struct HeldAtStop {
+    item: u32,
+    token: u64,
+    granted: Stamped<Event>,
+    /// A release, fail or done of it was answered, or a write of it answered lease-lost.
+    answered: bool,
+}
+
+/// What `stop-joins` keeps per replica.
+#[derive(Debug, Default)]
+struct Joining {
+    ledger: Ledger,
+    held_at_stop: Option<HeldAtStop>,
+}
+
+/// `stop-joins`: `stop()` returns only once the pass ended, nothing is in flight and the
+/// claim held at the stop was settled.
+#[derive(Debug, Default)]
+pub struct StopJoins {
+    replicas: PerReplica<Joining>,
+}
+
+impl StopJoins {
+    pub fn new() -> StopJoins {
+        StopJoins::default()
+    }
+}
+
+/// Why a stop that resolves now resolves too early, if it does.
+fn too_early(joining: &Joining) -> Option<(String, Option<&Stamped<Event>>)> {
+    let ledger = &joining.ledger;
+    if let Some(pass) = &ledger.pass {
+        return Some((
+            format!("its pass begun at {} had not ended", At(pass.at_ms)),
+            Some(pass),
+        ));
+    }
+    if let Some((_, request, call)) = ledger.in_flight.first() {
+        let op = leasesim_events::OpSet::name(request.op());
+        return Some((
+            format!("its {op} sent at {} was unanswered", At(call.at_ms)),
+            Some(call),
+        ));
+    }
+    let held = joining.held_at_stop.as_ref().filter(|h| !h.answered)?;
+    Some((
+        format!(
+            "the claim it held at the stop (item {}, token {}) was neither given back nor \
+             marked",
+            held.item, held.token
+        ),
+        Some(&held.granted),
+    ))
+}
+
+impl Joining {
+    fn observe(&mut self, event: &Stamped<Event>) {
+        if event.event.kind == EventKind::StopCalled {
+            self.held_at_stop = self
+                .ledger
+                .held
+                .as_ref()
+                .filter(|held| !held.settled())
+                .map(|held| HeldAtStop {
+                    item: held.item,
+                    token: held.token,
+                    granted: held.granted.clone(),
+                    answered: false,
+                });
+        }
+        let answered = self.ledger.observe(event);
+        if let (Some(request), Some(held), EventKind::Answered { answer, .. }) =
+            (answered, &mut self.held_at_stop, event.event.kind)
+        {
+            let ends = matches!(request.op(), Op::Release | Op::Fail | Op::Done)
+                || answer == crate::events::Answer::LeaseLost;
+            if ends && request.item() == Some(held.item) && request.token() == Some(held.token) {
+                held.answered = true;
+            }
+        }
+        if event.event.kind == EventKind::Restarted {
+            self.held_at_stop = None;
+        }
+    }
+}
+
+impl Checker<WorkItems> for StopJoins {
+    fn invariant(&self) -> Invariant {
+        Invariant::StopJoins
+    }
+
+    fn wants(&self, kind: &EventKind) -> bool {
+        worker_kinds(kind)
+    }
+
+    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+        let replica = event.event.replica?;
+        let joining = self.replicas.at(replica);
+        let verdict = match event.event.kind {
+            EventKind::StopResolved => too_early(joining).map(|(why, culprit)| {
+                let stop = joining.ledger.stop.as_ref();
+                let called =
+                    stop.map_or(String::new(), |s| format!(" (called at {})", At(s.at_ms)));
+                let sentence = format!(
+                    "{replica}'s stop(){called} returned at {}, but {why}",
+                    At(event.at_ms)
+                );
+                Violation::new(Invariant::StopJoins, event, [stop, culprit], sentence)
+            }),
+            _ => None,
+        };
+        joining.observe(event);
+        verdict
+    }
+
+    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkers::testkit::{R1, R2, Script, assert_broken, assert_holds};
+    use crate::events::{EndKind, ErrorCode, Mark, PassCounts, Request};
+
+    fn release(item: u32, token: u64) -> Request {
+        Request::Release {
+            item,
+            token,
+            error: ErrorCode::Stopped,
+            now_ms: 0,
+        }
+    }
+
+    /// r1 holds item 1 (token 3), then is stopped.
+    fn stopped_holding() -> Script {
+        let mut script = Script::new();
+        script.at(100).pass_start(R1, 1);
+        script.claim(R1, 1, 3, 1);
+        script.at(200).on(R1, EventKind::StopCalled);
+        script
+    }
+
+    #[test]
+    fn stop_checkers_hold_for_a_correct_run_and_a_released_claim() {
+        for invariant in [Invariant::StopQuiesces, Invariant::StopJoins] {
+            assert_holds(invariant, &Script::correct_run());
+            let mut script = stopped_holding();
+            script.mark(R1, release(1, 3), Mark::Released);
+            let counts = PassCounts {
+                released: 1,
+                ..PassCounts::default()
+            };
+            script.pass_end(R1, 1, EndKind::Stopped, counts, None);
+            script.on(R1, EventKind::StopResolved);
+            assert_holds(invariant, &script);
+        }
+    }
+
+    #[test]
+    fn stop_quiesces_breaks_on_a_call_after_stop() {
+        let mut script = stopped_holding();
+        script.at(300).send(
+            R1,
+            Request::Apply {
+                item: 1,
+                token: 3,
+                chunk: 0,
+                now_ms: 0,
+            },
+        );
+        let seq = script.last_seq();
+        let words = [
+            "r1 sent apply_if_owner for item 1 at t=300ms, after its stop() was called at t=200ms",
+        ];
+        assert_broken(Invariant::StopQuiesces, &script, seq, &words);
+        // Another replica's calls are not r1's.
+        let mut script = stopped_holding();
+        script.send(R2, Request::Find { after: None });
+        assert_holds(Invariant::StopQuiesces, &script);
+    }
+
+    #[test]
+    fn stop_joins_breaks_when_stop_returns_early() {
+        let mut script = stopped_holding();
+        let seq = script.on(R1, EventKind::StopResolved);
+        assert_broken(
+            Invariant::StopJoins,
+            &script,
+            seq,
+            &["its pass begun at t=100ms had not ended"],
+        );
+        let mut script = stopped_holding();
+        script.send(R1, release(1, 3));
+        script.pass_end(R1, 1, EndKind::Stopped, PassCounts::default(), None);
+        let seq = script.on(R1, EventKind::StopResolved);
+        let words = ["its release_if_owner sent at t=200ms was unanswered"];
+        assert_broken(Invariant::StopJoins, &script, seq, &words);
+        let mut script = stopped_holding();
+        script.pass_end(R1, 1, EndKind::Stopped, PassCounts::default(), None);
+        let seq = script.on(R1, EventKind::StopResolved);
+        let words = ["the claim it held at the stop (item 1, token 3) was neither given back"];
+        assert_broken(Invariant::StopJoins, &script, seq, &words);
+    }
+}

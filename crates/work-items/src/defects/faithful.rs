@@ -1,0 +1,109 @@
+//! The engine with no flaw is the production worker: the same trace, byte for byte.
+//!
+//! Terminology:
+//! - *flawless engine*: the engine with no flaw; it exists only in this test.
+//! - *trace hash*: the runtime's hash over every event of a run; equal hashes (with equal
+//!   event and step counts) mean both workers made the same calls at the same instants in the
+//!   same order, and woke the scheduler the same way.
+
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+use leasesim_rt::SimConfig;
+use leasesim_sim::scenario::load_scenario;
+use leasesim_sim::{Scenario, simulate};
+use work_items_worker::{RunError, RunReport};
+
+use super::engine::{Engine, Flaw};
+use crate::WorkItems;
+use crate::ports::{
+    SimClock, SimProvider, SimStore, WorkerFactory, WorkerPorts, WorkerUnderTest, correct_worker,
+};
+
+/// The engine with `flaw` (none: the flawless engine) on the simulated ports.
+struct EngineWorker(Engine<SimClock, SimStore, SimProvider>);
+
+impl WorkerUnderTest for EngineWorker {
+    fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>> {
+        Box::pin(self.0.run())
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        Box::pin(self.0.stop())
+    }
+}
+
+fn engine_factory(flaw: Option<Flaw>) -> Rc<WorkerFactory> {
+    Rc::new(move |ports: WorkerPorts| {
+        let parts = (ports.clock, ports.store, ports.provider);
+        let engine = Engine::new(ports.owner_id, ports.config, parts, flaw)
+            .expect("scenario loading validated the configuration");
+        Rc::new(EngineWorker(engine)) as Rc<dyn WorkerUnderTest>
+    })
+}
+
+fn scenario(name: &str) -> Rc<Scenario<WorkItems>> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/work-items")
+        .join(format!("{name}.toml"));
+    Rc::new(load_scenario(&path).unwrap_or_else(|err| panic!("{err}")))
+}
+
+/// Every default scenario: each exercises another corner of the loop.
+const SCENARIOS: [&str; 8] = [
+    "items-steady",
+    "items-ugly-transition",
+    "items-provider-timeouts",
+    "items-store-reply-lost",
+    "items-clock-skew",
+    "items-long-items",
+    "items-stop-anywhere",
+    "items-swarm",
+];
+
+#[test]
+fn the_engine_without_a_flaw_reproduces_the_production_workers_trace() {
+    let correct: Rc<WorkerFactory> = Rc::new(correct_worker);
+    let flawless = engine_factory(None);
+    for name in SCENARIOS {
+        let scenario = scenario(name);
+        for seed in 0..3 {
+            let expected = simulate(&scenario, &correct, SimConfig::seeded(seed), false, None);
+            let actual = simulate(&scenario, &flawless, SimConfig::seeded(seed), false, None);
+            assert!(
+                expected.outcome.is_completed(),
+                "{name}/{seed}: {:?}",
+                expected.outcome
+            );
+            assert_eq!(
+                (actual.trace_hash, actual.events_emitted, actual.steps),
+                (expected.trace_hash, expected.events_emitted, expected.steps),
+                "{name} seed {seed}: the flawless engine diverged from the production worker"
+            );
+        }
+    }
+}
+
+#[test]
+fn each_flaw_changes_the_trace_somewhere() {
+    // A switch that changed nothing would make its worker the correct one under another name.
+    let correct: Rc<WorkerFactory> = Rc::new(correct_worker);
+    let flaws = [
+        (Flaw::PlainWriteClaim, "items-steady"),
+        (Flaw::UnfencedApply, "items-clock-skew"),
+        (Flaw::KeylessRetry, "items-provider-timeouts"),
+        (Flaw::LeaseLostRetry, "items-ugly-transition"),
+        (Flaw::UnfencedDone, "items-clock-skew"),
+        (Flaw::WorkerToken, "items-steady"),
+    ];
+    for (flaw, name) in flaws {
+        let scenario = scenario(name);
+        let flawed = engine_factory(Some(flaw));
+        let differs = (0..5).any(|seed| {
+            let expected = simulate(&scenario, &correct, SimConfig::seeded(seed), false, None);
+            let actual = simulate(&scenario, &flawed, SimConfig::seeded(seed), false, None);
+            actual.trace_hash != expected.trace_hash
+        });
+        assert!(differs, "{flaw:?} changed no trace of {name} in 5 seeds");
+    }
+}
