@@ -13,19 +13,27 @@
 //!   it drew.
 
 use holder_lock_worker::ClaimConfig;
-use leasesim_sim::scenario::{MsRange, Positive, Probability};
+use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Positive, Probability, whole_field};
 use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::events::{CLAIM_KEY, HolderLock};
 
+/// A span of `[claim]`, from 0 to the longest span a scenario takes (refused at the value,
+/// with the key and the range).
+fn span_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    whole_field(d, 0, MAX_SPAN_MS as i64)
+}
+
 /// `[claim]`: how every replica's worker claims the key.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClaimSection {
+    #[serde(deserialize_with = "span_field")]
     pub lifetime_ms: u64,
     /// 0: the worker never renews.
+    #[serde(deserialize_with = "span_field")]
     pub renew_every_ms: u64,
 }
 

@@ -67,6 +67,15 @@ fn each_mistake_is_refused_at_its_place_naming_what_is_valid() {
             "bad.toml:3:1: [claim]: renew_every_ms (800) must be below four fifths",
         ),
         (
+            "[claim]\nlifetime_ms = -1\n",
+            "bad.toml:4:15: `claim.lifetime_ms` must be a whole number from 0 to 3600000, got -1",
+        ),
+        (
+            "[claim]\nrenew_every_ms = 5_000_000\n",
+            "bad.toml:4:18: `claim.renew_every_ms` must be a whole number from 0 to 3600000, got \
+             5000000",
+        ),
+        (
             "[claim]\nttl_ms = 3\n",
             "bad.toml:4:1: unknown field `ttl_ms`",
         ),

@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use leasesim_sim::scenario::{MsRange, Positive, Probability};
+use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Positive, Probability, whole_field};
 use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
 use reservations_worker::{RetryPolicy, WorkerConfig};
 use serde::Deserialize;
@@ -22,16 +22,43 @@ use toml::Spanned;
 
 use crate::events::{MAX_BATCH, Reservations};
 
-/// `[worker]`: the configuration every replica's worker is built with.
+/// The most holds placed at the start: a backlog is placed in one instant, and past this a
+/// typo (an extra zero) is likelier than a plan.
+pub const MAX_BACKLOG: i64 = 100_000;
+
+/// A count of `[worker]` (checked further, with the worker's own rules, at `[worker]`).
+fn count_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    whole_field(d, 0, i64::from(u32::MAX))
+}
+
+/// A span of `[worker]`, from 0 to the longest span a scenario takes.
+fn span_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    whole_field(d, 0, MAX_SPAN_MS as i64)
+}
+
+fn backlog_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    whole_field(d, 0, MAX_BACKLOG)
+}
+
+/// `[worker]`: the configuration every replica's worker is built with. Each value is refused
+/// at its place when it is not a whole number in range; combinations the worker itself would
+/// refuse are refused at `[worker]`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WorkerSection {
+    #[serde(deserialize_with = "count_field")]
     pub batch_size: u32,
+    #[serde(deserialize_with = "span_field")]
     pub claim_for_ms: u64,
+    #[serde(deserialize_with = "span_field")]
     pub idle_ms: u64,
+    #[serde(deserialize_with = "span_field")]
     pub idle_jitter_ms: u64,
+    #[serde(deserialize_with = "count_field")]
     pub max_attempts: u32,
+    #[serde(deserialize_with = "span_field")]
     pub initial_backoff_ms: u64,
+    #[serde(deserialize_with = "span_field")]
     pub max_backoff_ms: u64,
 }
 
@@ -75,6 +102,7 @@ pub struct AgentsSection {
     /// How long a placed hold lasts before it is due.
     pub hold_ms: MsRange,
     /// Holds placed at the start whose deadlines have already passed (a backlog).
+    #[serde(deserialize_with = "backlog_field")]
     pub backlog: u32,
     /// The probability a placed hold gets consumed by an agent.
     pub consume: Probability,

@@ -32,6 +32,21 @@ fn bad_reservation_settings_are_refused_at_their_place() {
             "initial_backoff_ms (50) is above max_backoff_ms (10)",
         ),
         (
+            "[worker]\nclaim_for_ms = -1\n",
+            "bad.toml:4:16",
+            "`worker.claim_for_ms` must be a whole number from 0 to 3600000, got -1",
+        ),
+        (
+            "[worker]\nmax_attempts = 2.5\n",
+            "bad.toml:4:16",
+            "`worker.max_attempts`: invalid type: floating point `2.5`, expected a whole number",
+        ),
+        (
+            "[agents]\nbacklog = 1000000\n",
+            "bad.toml:4:11",
+            "`agents.backlog` must be a whole number from 0 to 100000, got 1000000",
+        ),
+        (
             "[worker]\nbatch = 3\n",
             "bad.toml:4:1",
             "unknown field `batch`",
