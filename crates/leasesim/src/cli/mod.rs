@@ -333,11 +333,10 @@ fn check_seed_range(args: &FuzzArgs) -> Result<(), UsageError> {
     Ok(())
 }
 
-fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
-    check_seed_range(&args)?;
-    let scenarios = target_scenarios(&args.scenario, &args.target)?;
-    let worker = args.target.worker.clone();
-    let mut db = if args.no_failure_db {
+/// The campaign's failure database (unless turned off), and a check that the JUnit report can
+/// be written: both found before any seed runs, so a bad path can never cost a finding.
+fn open_outputs(args: &FuzzArgs) -> Result<Option<FailureDb>, UsageError> {
+    let db = if args.no_failure_db {
         None
     } else {
         Some(FailureDb::open(&args.failures)?)
@@ -346,9 +345,16 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         db.check_writable()?;
     }
     if let Some(path) = &args.junit {
-        // Found before any seed runs, so a bad path can never cost a finding.
         report::check_junit_writable(path)?;
     }
+    Ok(db)
+}
+
+fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
+    check_seed_range(&args)?;
+    let scenarios = target_scenarios(&args.scenario, &args.target)?;
+    let worker = args.target.worker.clone();
+    let mut db = open_outputs(&args)?;
     let strategy = args.target.strategy;
     let jobs = job_count(args.jobs);
     let interactive = std::io::stderr().is_terminal() && !args.json;
@@ -850,6 +856,22 @@ fn save_shrunk(
     })
 }
 
+/// Says why a seed has nothing to shrink (it passes, or ran out of its budget with no
+/// invariant broken); the exit code.
+fn nothing_to_shrink(runner: &dyn AnyRunner, seed: u64, reference: &str, worker: &str) -> i32 {
+    let report = runner.run(Feed::Seed(seed), false, false);
+    if report.failed() {
+        println!(
+            "seed {seed} of {reference} with worker {worker}: nothing to shrink, no invariant \
+             broke: {}",
+            report.verdict_line()
+        );
+        return 1;
+    }
+    println!("seed {seed} of {reference} passes with worker {worker}: nothing to shrink");
+    0
+}
+
 fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     let scenario = single_scenario(&args.scenario, &args.target)?;
     let worker = args.target.worker.clone();
@@ -866,22 +888,12 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     prepare_output(&out, "the shrunk choices")?;
     let started = Instant::now();
     let Some(shrunk) = runner.shrink(Feed::Seed(args.seed), args.budget) else {
-        // Nothing to shrink: the seed passes, or ran out of its budget (no invariant broke).
-        let report = runner.run(Feed::Seed(args.seed), false, false);
-        if report.failed() {
-            println!(
-                "seed {} of {reference} with worker {worker}: nothing to shrink, no invariant \
-                 broke: {}",
-                args.seed,
-                report.verdict_line()
-            );
-            return Ok(1);
-        }
-        println!(
-            "seed {} of {reference} passes with worker {worker}: nothing to shrink",
-            args.seed
-        );
-        return Ok(0);
+        return Ok(nothing_to_shrink(
+            runner.as_ref(),
+            args.seed,
+            &reference,
+            &worker,
+        ));
     };
     let elapsed = started.elapsed().as_secs_f64();
     let feed = format!("choices {} (shrunk from seed {})", out.display(), args.seed);

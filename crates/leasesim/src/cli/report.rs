@@ -352,6 +352,40 @@ fn junit_case(
 
 /// A JUnit XML report: one test case per scenario (failing with its findings, each with its
 /// replay line), and one per failure-database regression that was replayed.
+/// One JUnit case per replayed regression; the number that still fail.
+fn junit_regressions(
+    cases: &mut String,
+    class: &str,
+    regressions: &[Regression],
+    (worker, strategy): (&str, Strategy),
+) -> usize {
+    let mut failing = 0;
+    for regression in regressions {
+        let entry = &regression.entry;
+        let name = format!("regression {} seed {}", entry.scenario, entry.seed);
+        let failures: Vec<String> = match regression.still_fails {
+            true => {
+                let replay = replay_line(&entry.scenario, entry.seed, worker, strategy);
+                vec![format!(
+                    "{}: {}\n{replay}",
+                    entry.outcome, regression.sentence
+                )]
+            }
+            false => Vec::new(),
+        };
+        failing += usize::from(regression.still_fails);
+        junit_case(
+            cases,
+            class,
+            &name,
+            0.0,
+            &failures,
+            "a recorded failure still fails",
+        );
+    }
+    failing
+}
+
 pub fn write_junit(
     path: &Path,
     (summaries, scenarios): (&[ScenarioSummary], &[Arc<dyn AnyScenario>]),
@@ -383,29 +417,7 @@ pub fn write_junit(
             &message,
         );
     }
-    for regression in regressions {
-        let entry = &regression.entry;
-        let name = format!("regression {} seed {}", entry.scenario, entry.seed);
-        let failures: Vec<String> = match regression.still_fails {
-            true => {
-                let replay = replay_line(&entry.scenario, entry.seed, worker, strategy);
-                vec![format!(
-                    "{}: {}\n{replay}",
-                    entry.outcome, regression.sentence
-                )]
-            }
-            false => Vec::new(),
-        };
-        failing += usize::from(regression.still_fails);
-        junit_case(
-            &mut cases,
-            &class,
-            &name,
-            0.0,
-            &failures,
-            "a recorded failure still fails",
-        );
-    }
+    failing += junit_regressions(&mut cases, &class, regressions, (worker, strategy));
     let tests = summaries.len() + regressions.len();
     let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
