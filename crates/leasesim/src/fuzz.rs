@@ -26,7 +26,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use leasesim_invariants::CoverageTally;
@@ -215,6 +215,8 @@ struct JobSlot {
     interrupt: Interrupt,
     /// Given up by the watchdog: the thread must not report anything any more.
     abandoned: AtomicBool,
+    /// The job ran out of seeds (or time) and is about to return.
+    ended: AtomicBool,
 }
 
 /// State shared by the jobs, the watchdog and the caller.
@@ -226,6 +228,9 @@ struct Shared {
     deadline: Option<Instant>,
     summary: Mutex<ScenarioSummary>,
     progress: Arc<Progress>,
+    /// How many jobs have ended, and the signal the watching thread waits on: it wakes as
+    /// soon as one ends, not at its next tick (a short campaign would otherwise last a tick).
+    ended: (Mutex<usize>, Condvar),
 }
 
 impl Shared {
@@ -310,7 +315,25 @@ fn start_of(plan: SeedPlan) -> u64 {
 /// Starts one job thread; it is joined by the caller unless the watchdog abandons it.
 fn spawn_job(shared: &Arc<Shared>, slot: &Arc<JobSlot>) -> std::thread::JoinHandle<()> {
     let (shared, slot) = (shared.clone(), slot.clone());
-    std::thread::spawn(move || job(&shared, &slot))
+    std::thread::spawn(move || {
+        job(&shared, &slot);
+        slot.ended.store(true, Ordering::Release);
+        let (ended, signal) = &shared.ended;
+        *ended.lock().expect("no job panics holding the lock") += 1;
+        signal.notify_all();
+    })
+}
+
+/// Waits until a job ends or `tick_ms` pass, whichever comes first.
+fn wait_for_a_job(shared: &Shared, seen: &mut usize, tick_ms: u64) {
+    let (ended, signal) = &shared.ended;
+    let guard = ended.lock().expect("no job panics holding the lock");
+    let (guard, _) = signal
+        .wait_timeout_while(guard, Duration::from_millis(tick_ms), |ended| {
+            *ended == *seen
+        })
+        .expect("no job panics holding the lock");
+    *seen = *guard;
 }
 
 /// The watchdog's look at one job: interrupt a seed over its limit; give up on a job that
@@ -378,6 +401,7 @@ pub fn run_campaign(
             ..ScenarioSummary::default()
         }),
         progress: progress.clone(),
+        ended: (Mutex::new(0), Condvar::new()),
     });
     let mut jobs: Vec<(Arc<JobSlot>, std::thread::JoinHandle<()>)> = (0..campaign.jobs)
         .map(|_| {
@@ -389,9 +413,13 @@ pub fn run_campaign(
             (slot, handle)
         })
         .collect();
-    while jobs.iter().any(|(_, handle)| !handle.is_finished()) {
+    let mut ended_seen = 0;
+    while jobs
+        .iter()
+        .any(|(slot, _)| !slot.ended.load(Ordering::Acquire))
+    {
         tick();
-        std::thread::sleep(Duration::from_millis(100));
+        wait_for_a_job(&shared, &mut ended_seen, 100);
         for (slot, handle) in &mut jobs {
             if watch(&shared, slot) {
                 // Replace the stuck job; its thread is left behind, never joined.
