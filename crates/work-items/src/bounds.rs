@@ -3,8 +3,12 @@
 //!
 //! Terminology:
 //! - *settling an item*: the correct worker finds it, claims it and writes its end mark (done,
-//!   or failed): three round trips one after the other, at least, whatever else the item
-//!   needs (chunks, the provider, renewals, retries) and whatever faults strike.
+//!   or failed), one call after the other. Done takes every chunk of the item applied and the
+//!   provider's effect first; failed takes a provider refusal (after the chunks), or every
+//!   attempt given up, each attempt a find, a claim and at least one apply (only where an
+//!   apply can fail: refused or its reply lost, or a swarm that may switch those on). The
+//!   quickest of these paths at the lowest latencies is a lower bound of an item, whatever
+//!   else it needs (renewals, retries, backoffs) and whatever faults strike.
 //! - *settle capacity*: the most items the replicas could settle from the start of the run to
 //!   the end of the liveness phase, each worker settling one item at a time at the lowest
 //!   latencies. An upper bound: a scenario over it cannot settle in any run (one under it may
@@ -28,14 +32,28 @@ fn quickest_round_trip_ms(scenario: &Scenario, op: Op) -> u64 {
     2 * scenario.latency.get(op).min
 }
 
-/// The shortest time in which one worker settles one item: a find, a claim, and the cheaper
-/// of a done-mark and a fail.
+/// The shortest time in which one worker settles one item (see *settling an item*).
 pub fn quickest_item_ms(scenario: &Scenario) -> u64 {
-    let end_mark_ms =
-        quickest_round_trip_ms(scenario, Op::Done).min(quickest_round_trip_ms(scenario, Op::Fail));
-    quickest_round_trip_ms(scenario, Op::Find)
-        + quickest_round_trip_ms(scenario, Op::Claim)
-        + end_mark_ms
+    let trip = |op| quickest_round_trip_ms(scenario, op);
+    let settings = &scenario.settings;
+    let chunks = u64::from(settings.items.chunks[0]);
+    let attempts = u64::from(settings.worker.max_attempts);
+    let claimed_ms = trip(Op::Find) + trip(Op::Claim);
+    let effects_ms = claimed_ms + chunks * trip(Op::Apply) + trip(Op::Provider);
+    let done_ms = effects_ms + trip(Op::Done);
+    let refused_ms = effects_ms + trip(Op::Fail);
+    let faults = &scenario.faults;
+    let apply_can_fail = scenario.swarm
+        || faults.reject.get(Op::Apply).get() > 0.0
+        || faults.reply_lost.get(Op::Apply).get() > 0.0;
+    let given_up_ms = match apply_can_fail {
+        true => attempts * (claimed_ms + trip(Op::Apply)) + trip(Op::Fail),
+        false => u64::MAX,
+    };
+    let quickest_ms = done_ms.min(refused_ms).min(given_up_ms);
+    // invariant: every path holds a find and a claim, and at least one apply.
+    debug_assert!(quickest_ms >= claimed_ms + trip(Op::Apply));
+    quickest_ms
 }
 
 /// With `settle` on, every item must end done or failed by the end of the liveness phase:
@@ -56,9 +74,9 @@ fn items_can_settle(scenario: &Scenario) -> Result<(), Finding> {
     let message = format!(
         "({count}) is more than any run can settle: {replicas} replica(s) settle at most \
          {capacity} item(s) in the {run_ms}ms up to the end of the liveness phase, each item \
-         taking at least {item_ms}ms (a find, a claim and a done-mark or fail, there and back \
-         at the lowest latencies); lower the count, lengthen the phases, or set \
-         `settle = false`"
+         taking at least {item_ms}ms (a find, a claim, its chunks, the provider and a \
+         done-mark, or the quickest way to fail it, there and back at the lowest latencies); \
+         lower the count, lengthen the phases, or set `settle = false`"
     );
     Err(("items.count", message))
 }

@@ -177,8 +177,8 @@ fn items_no_run_can_settle_are_refused_at_the_count() {
         "{err}"
     );
     for piece in [
-        "3 replica(s) settle at most 999 item(s) in the 2000ms",
-        "each item taking at least 6ms",
+        "3 replica(s) settle at most 600 item(s) in the 2000ms",
+        "each item taking at least 10ms",
         "set `settle = false`",
     ] {
         assert!(err.contains(piece), "`{piece}` missing: {err}");
@@ -186,8 +186,30 @@ fn items_no_run_can_settle_are_refused_at_the_count() {
     let head = "description = \"x\"\nsystem = \"work-items\"\n";
     let unsettled = format!("{head}settle = false\n{text}");
     assert!(parse_scenario("ok", "ok.toml", &unsettled).is_ok());
-    let fits = format!("{head}{}", text.replace("10_000", "999"));
+    let fits = format!("{head}{}", text.replace("10_000", "600"));
     parse_scenario("ok", "ok.toml", &fits).unwrap_or_else(|err| panic!("{err}"));
-    let over = format!("{head}{}", text.replace("10_000", "1_000"));
+    let over = format!("{head}{}", text.replace("10_000", "601"));
     assert!(parse_scenario("bad", "bad.toml", &over).is_err());
+}
+
+/// Every chunk of an item is applied before it can be done: big items take longer to settle
+/// (10,000 items of 64 chunks cannot settle in the default phases: a review found the
+/// correct worker failing that scenario); only where an apply can fail may an item be failed
+/// sooner, after its attempts.
+#[test]
+fn the_settle_bound_counts_every_chunk_and_the_provider() {
+    let text = "[items]\ncount = 10_000\nchunks = [64, 64]\n";
+    let err = error_of(text);
+    for piece in [
+        "`items.count` (10000)",
+        "at most 2646 item(s)",
+        "at least 136ms",
+    ] {
+        assert!(err.contains(piece), "`{piece}` missing: {err}");
+    }
+    let head = "description = \"x\"\nsystem = \"work-items\"\n";
+    // With applies that can be refused, an item can be failed after 3 attempts of a find, a
+    // claim and one apply (18ms) and a fail (2ms): 18,000 items fit.
+    let failing = format!("{head}{text}[faults.reject]\napply = 0.5\n");
+    parse_scenario("ok", "ok.toml", &failing).unwrap_or_else(|err| panic!("{err}"));
 }
