@@ -183,11 +183,14 @@ pub fn systems_of_worker(name: &str) -> Vec<&'static str> {
 /// Checks a worker name without building anything; returns it.
 pub fn check_worker(name: &str) -> Result<String, UsageError> {
     if systems_of_worker(name).is_empty() {
-        let mut valid: Vec<String> = workers()
-            .into_iter()
-            .map(|(_, worker)| worker.name.to_string())
-            .collect();
-        valid.dedup();
+        // Every system offers `correct`: listed once, first, then the defective workers.
+        let mut valid: Vec<String> = vec!["correct".to_string()];
+        valid.extend(
+            workers()
+                .into_iter()
+                .filter(|(_, worker)| worker.name != "correct")
+                .map(|(_, worker)| worker.name.to_string()),
+        );
         return Err(UsageError::UnknownName {
             what: "worker",
             given: name.to_string(),

@@ -21,12 +21,17 @@ pub use retention_worker::{
     RunError, TermEnd, TermReport, WorkerConfig,
 };
 
+/// The retention system's check entry, as every system's module has one
+/// (`leasesim::retention::check` is [`crate::check`]).
+pub use crate::check;
+
 /// Everything of [`crate::retention`], the check entry point and the strategies.
 pub mod prelude {
+    pub use super::check;
     pub use super::{
         Clock, Lease, Leases, LocalBoxFuture, LossCause, Op, PortError, Records, RunError,
         SimClock, SimLeases, SimRecords, SimTasks, TaskHandle, TermEnd, TermReport, WorkerConfig,
         WorkerPorts, WorkerUnderTest,
     };
-    pub use crate::{CheckFailure, CheckSummary, Strategy, check};
+    pub use crate::{CheckFailure, CheckSummary, Strategy};
 }

@@ -844,7 +844,7 @@ fn unknown_scenario_and_worker_names_list_the_valid_ones() {
         .copied()
         .chain(["--scenario", "steady", "--worker", "nope"])
         .collect();
-    assert_refused(
+    let out = assert_refused(
         dir.path(),
         &args,
         &[
@@ -853,6 +853,19 @@ fn unknown_scenario_and_worker_names_list_the_valid_ones() {
             "stale-release",
             "uncapped",
         ],
+    );
+    // Every system offers `correct`: the list names it once.
+    assert_eq!(out.stderr.matches("correct").count(), 1, "{}", out.dump());
+    assert_refused(
+        dir.path(),
+        &[
+            "detect",
+            "--system",
+            "work-items",
+            "--worker",
+            "stale-release",
+        ],
+        &["`stale-release` is a worker of retention, not of work-items"],
     );
     assert_refused(
         dir.path(),

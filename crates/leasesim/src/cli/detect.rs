@@ -86,10 +86,19 @@ pub fn detect_command(args: DetectArgs) -> Result<i32, UsageError> {
         .collect();
     if chosen.is_empty() {
         catalog::check_worker(&args.worker)?;
+        let why = match (args.worker.as_str(), args.system.as_deref()) {
+            ("correct", _) => "pick a defective worker".to_string(),
+            (_, Some(system)) => format!(
+                "`{}` is a worker of {}, not of {system}",
+                args.worker,
+                catalog::systems_of_worker(&args.worker).join(", ")
+            ),
+            _ => "pick a defective worker".to_string(),
+        };
         return Err(UsageError::BadValue {
             flag: "--worker",
             given: args.worker,
-            why: "pick a defective worker".into(),
+            why,
         });
     }
     let jobs = super::job_count(args.jobs);
