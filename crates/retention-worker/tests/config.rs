@@ -138,4 +138,13 @@ fn construction_keeps_what_it_was_given() {
     let world = World::new(0);
     assert_eq!(world.worker.owner_id(), "w1");
     assert_eq!(world.worker.config(), &WorkerConfig::default());
+    let debug = format!("{:?}", world.worker);
+    assert!(
+        debug.starts_with("RetentionWorker { owner_id: \"w1\", config: WorkerConfig {"),
+        "{debug}"
+    );
+    assert!(
+        debug.ends_with("stop_requested: false, term_active: false, .. }"),
+        "{debug}"
+    );
 }
