@@ -8,7 +8,7 @@
 //! Terminology:
 //! - *replica*: one process running a worker, `r1`..`rN` (stored 0-based).
 //! - *call*: one port request a worker sends; it has an id, and its life is
-//!   `Call` -> (`Rejected` | `Applied` [-> `ReplyLost`]) -> `Answered`. `Applied` is the
+//!   `Call`, then `Rejected` or `Applied` (then perhaps `ReplyLost`), then `Answered`. `Applied` is the
 //!   instant the service acts on it (token checks happen there, not at send); `Answered` is
 //!   the instant the worker receives the answer (after any pause of its process).
 //! - *operation*: the kind of a call ([`OpSet`]): faults and latencies are per operation.
@@ -38,6 +38,28 @@ impl fmt::Display for ClockMs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let relative = i128::from(self.0) - i128::from(EPOCH_MS);
         write!(f, "{relative:+}ms")
+    }
+}
+
+/// Serializes a clock value relative to [`EPOCH_MS`] (signed ms), as traces show it: for
+/// `#[serde(serialize_with = "...")]` on clock fields, so JSON agrees with the text trace.
+pub fn relative_clock<S: serde::Serializer>(
+    value_ms: &u64,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let relative = i128::from(*value_ms) - i128::from(EPOCH_MS);
+    // invariant: clock values are u64, so the difference always fits an i128.
+    serializer.serialize_i128(relative)
+}
+
+/// [`relative_clock`] of a clock value that may be absent (`null`).
+pub fn relative_clock_opt<S: serde::Serializer>(
+    value_ms: &Option<u64>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match value_ms {
+        Some(value_ms) => relative_clock(value_ms, serializer),
+        None => serializer.serialize_none(),
     }
 }
 
@@ -158,7 +180,7 @@ pub trait Vocabulary: Copy + Eq + Hash + fmt::Debug + 'static {
     /// The answer a worker receives when the network fails the call.
     fn failed(failure: NetFailure) -> Self::Answer;
 
-    /// A small number (0..18) grouping notes for checkers' interest masks: notes a checker may
+    /// A small number (0..16) grouping notes for checkers' interest masks: notes a checker may
     /// ignore should have their own class.
     fn note_class(note: &Self::Note) -> u32;
 }
@@ -193,8 +215,9 @@ pub enum EventKind<V: Vocabulary> {
         op: V::Op,
         answer: V::Answer,
     },
-    /// The worker read its clock (replica-local time, ms).
+    /// The worker read its clock (replica-local time, ms; serialized relative to the epoch).
     ClockRead {
+        #[serde(serialize_with = "relative_clock")]
         now_ms: u64,
     },
     /// The worker started a sleep of this many replica-local ms.
@@ -217,13 +240,23 @@ pub enum EventKind<V: Vocabulary> {
     StopResolved,
     /// A stopped replica was started again with a fresh worker (liveness phase).
     Restarted,
+    /// The worker started a task of its own through its spawn port (numbered per run).
+    TaskStarted {
+        task: u32,
+        name: &'static str,
+    },
+    /// A task the worker started finished (`aborted`: its handle aborted it first).
+    TaskEnded {
+        task: u32,
+        aborted: bool,
+    },
     /// Something only this system records.
     #[serde(untagged)]
     Note(V::Note),
 }
 
 /// The number of interest bits the shared kinds take; notes use the bits above.
-pub const SHARED_KINDS: u32 = 14;
+pub const SHARED_KINDS: u32 = 16;
 
 impl<V: Vocabulary> EventKind<V> {
     /// This kind's bit in a checker's interest mask: one bit per shared variant, then one per
@@ -244,6 +277,8 @@ impl<V: Vocabulary> EventKind<V> {
             EventKind::StopCalled => 11,
             EventKind::StopResolved => 12,
             EventKind::Restarted => 13,
+            EventKind::TaskStarted { .. } => 14,
+            EventKind::TaskEnded { .. } => 15,
             EventKind::Note(note) => SHARED_KINDS + V::note_class(note).min(31 - SHARED_KINDS),
         };
         1 << index
@@ -268,6 +303,8 @@ pub mod mask {
     pub const STOP_CALLED: u32 = 1 << 11;
     pub const STOP_RESOLVED: u32 = 1 << 12;
     pub const RESTARTED: u32 = 1 << 13;
+    pub const TASK_STARTED: u32 = 1 << 14;
+    pub const TASK_ENDED: u32 = 1 << 15;
 
     /// The bit of note class `class`.
     pub const fn note(class: u32) -> u32 {

@@ -100,6 +100,7 @@ impl Config {
     fn scenario(self, name: &str) -> Rc<Scenario> {
         let text = format!(
             r#"description = "scaling bench: {name}"
+system = "retention"
 replicas = {replicas}
 duration_ms = {duration_ms}
 liveness_ms = 10_000

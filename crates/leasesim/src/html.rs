@@ -52,6 +52,8 @@ fn strokes_of<S: System>(index: usize, event: &Event<S>, out: &mut Vec<Stroke>) 
         EventKind::Restarted => draws.push(mark(MarkKind::Restarted)),
         EventKind::ClockJumped { .. } => draws.push(mark(MarkKind::ClockJump)),
         EventKind::Applied { .. }
+        | EventKind::TaskStarted { .. }
+        | EventKind::TaskEnded { .. }
         | EventKind::Note(_)
         | EventKind::ClockRead { .. }
         | EventKind::TimerSet { .. } => {}

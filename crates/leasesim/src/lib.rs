@@ -26,8 +26,11 @@ pub mod detect;
 pub mod error;
 pub mod faildb;
 pub mod fuzz;
+pub mod holder_lock;
 pub mod html;
 pub mod overrides;
+pub mod reservations;
+pub mod retention;
 pub mod runner;
 pub mod shrink;
 pub mod systems;
@@ -36,6 +39,9 @@ pub mod trace;
 mod check;
 
 pub use check::{Check, CheckFailure, CheckSummary, IntoScenario, check, check_system};
+/// The `futures` crate the ports are written with (`select`, `join`, channels), so a worker
+/// needs no other dependency.
+pub use futures;
 pub use leasesim_retention::{
     Retention, SimWorker, WorkerPorts, WorkerUnderTest, correct_worker_of,
 };

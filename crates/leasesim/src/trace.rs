@@ -92,6 +92,11 @@ pub fn event_text<S: System>(kind: &EventKind<S>) -> String {
         EventKind::StopCalled => "stop() called".into(),
         EventKind::StopResolved => "stop() returned".into(),
         EventKind::Restarted => "restarted with a fresh worker".into(),
+        EventKind::TaskStarted { task, name } => format!("spawns task {task} ({name})"),
+        EventKind::TaskEnded { task, aborted } => match aborted {
+            true => format!("task {task} aborted"),
+            false => format!("task {task} finished"),
+        },
         EventKind::Note(note) => S::note_text(note),
     }
 }
@@ -177,11 +182,36 @@ pub fn render<S: System>(head: &TraceHeader, report: &RunReport<S>) -> String {
     out
 }
 
-/// The events as JSON lines (one object per event), then one verdict object, for tools.
-pub fn render_json<S: System>(report: &RunReport<S>) -> String {
+/// The header as one JSON object: what the text header says, keyed.
+fn header_json<S: System>(head: &TraceHeader, report: &RunReport<S>) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "header",
+        "system": head.system,
+        "scenario": head.scenario,
+        "source": head.source,
+        "feed": head.feed,
+        "worker": head.worker,
+        "strategy": head.strategy,
+        "pct_steps": head.pct_steps,
+        "checkers": head.checkers,
+        "set": head.overrides,
+        "profile": report.profile.describe(),
+        "verdict": report.outcome.verdict_line(),
+        "clocks": "clock values (clock reads, cutoffs, expiries, creation times) are ms \
+                   relative to the instant the run started, as in the text trace; at_ms and \
+                   until_ms are virtual time",
+    })
+}
+
+/// JSON lines for tools: the header object, one object per event, then one verdict object;
+/// each says its `kind` (`header`, `event`, `verdict`). Clock values are relative to the
+/// epoch, as in the text trace.
+pub fn render_json<S: System>(head: &TraceHeader, report: &RunReport<S>) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, "{}", header_json(head, report));
     for event in &report.events {
         let value = serde_json::json!({
+            "kind": "event",
             "seq": event.seq,
             "at_ms": event.at_ms,
             "replica": event.event.replica.map(|r| r.to_string()),
@@ -192,6 +222,7 @@ pub fn render_json<S: System>(report: &RunReport<S>) -> String {
     }
     let violation = report.outcome.violation();
     let verdict = serde_json::json!({
+        "kind": "verdict",
         "system": S::NAME,
         "verdict": report.outcome.label(),
         "pass": report.outcome.is_pass(),
@@ -260,6 +291,8 @@ fn kind_name<S: System>(kind: &EventKind<S>) -> &'static str {
         EventKind::StopCalled => "stop-called",
         EventKind::StopResolved => "stop-resolved",
         EventKind::Restarted => "restarted",
+        EventKind::TaskStarted { .. } => "task-started",
+        EventKind::TaskEnded { .. } => "task-ended",
         EventKind::Note(note) => S::note_name(note),
     }
 }

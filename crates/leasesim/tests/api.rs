@@ -166,6 +166,18 @@ fn child_probe_for_the_env_variable_tests() {
         "stale-release" => {
             leasesim::check("slow-deletes", correct_worker_of).builtin_worker("stale-release")
         }
+        // The same worker from seed 1,000 on: with a failure database, its recorded seed 0
+        // runs first.
+        "stale-release-late" => leasesim::check("slow-deletes", correct_worker_of)
+            .builtin_worker("stale-release")
+            .start_seed(1_000),
+        // `seeds` panics: the panic must point at this line, not inside leasesim.
+        "panics" => {
+            let check =
+                leasesim::check("slow-deletes", correct_worker_of).builtin_worker("stale-release");
+            check.seeds(20); // PANIC-LINE
+            unreachable!("stale-release passed 20 seeds");
+        }
         other => panic!("unknown probe {other}"),
     };
     match check.try_seeds(20) {
@@ -351,4 +363,119 @@ fn the_replay_line_of_a_scenario_file_names_the_file() {
         message.lines().any(|l| l == line),
         "the printed command names no scenario `leasesim replay` can load:\n{message}"
     );
+}
+
+#[test]
+fn a_failure_database_replays_its_recorded_seeds_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("failures.toml");
+    let db_text = db.to_str().unwrap();
+    let first = child("stale-release", &[("LEASESIM_FAILURES", db_text)]);
+    let recorded = first.probe().to_string();
+    assert!(recorded.starts_with("fail seed="), "{recorded}");
+    let text = std::fs::read_to_string(&db).expect("the check recorded its failure");
+    assert!(text.contains("worker = \"stale-release\""), "{text}");
+    // From seed 1,000 on, the recorded seed still comes first.
+    let late = child("stale-release-late", &[("LEASESIM_FAILURES", db_text)]);
+    assert_eq!(
+        late.probe(),
+        recorded,
+        "the recorded seed did not run first"
+    );
+    // Without the database, the check starts at seed 1,000.
+    let fresh = child("stale-release-late", &[]);
+    let seed: u64 = fresh
+        .probe()
+        .strip_prefix("fail seed=")
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|seed| seed.parse().ok())
+        .expect("a failing seed");
+    assert!(seed >= 1_000, "{}", fresh.probe());
+}
+
+#[test]
+fn a_failing_check_points_at_the_callers_line() {
+    let panicked = child("panics", &[]);
+    assert!(!panicked.success);
+    let source = include_str!("api.rs");
+    let line = source
+        .lines()
+        .position(|l| l.contains("// PANIC-LINE") && !l.contains("contains"))
+        .expect("the probe's marked line")
+        + 1;
+    let wanted = format!("tests/api.rs:{line}:");
+    let at = panicked
+        .stderr
+        .lines()
+        .find(|l| l.contains("panicked at"))
+        .expect("a panic message");
+    assert!(
+        at.contains(&wanted),
+        "the panic does not point at {wanted}: {at}\n{}",
+        panicked.stderr
+    );
+}
+
+#[test]
+fn the_toolbox_shows_the_trace_the_shrunk_counterexample_and_the_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("failure.html");
+    let failure = leasesim::check("slow-deletes", correct_worker_of)
+        .builtin_worker("stale-release")
+        .trace()
+        .shrink()
+        .html(&html)
+        .try_seeds(10)
+        .expect_err("stale-release fails slow-deletes");
+    let message = failure.to_string();
+    for piece in [
+        "the failing run:",
+        "system:   retention",
+        "the shrunk counterexample:",
+        &format!("seed {}, shrunk from", failure.seed),
+        "!! release-latest violated",
+        &format!("timeline written to {}", html.display()),
+    ] {
+        assert!(message.contains(piece), "`{piece}` missing:\n{message}");
+    }
+    let shrunk = message
+        .split("the shrunk counterexample:")
+        .nth(1)
+        .expect("a shrunk trace");
+    let events = |text: &str| text.lines().filter(|l| l.starts_with("t=")).count();
+    let original = message
+        .split("the shrunk counterexample:")
+        .next()
+        .expect("the failing run");
+    assert!(events(shrunk) < events(original), "{message}");
+    let document = std::fs::read_to_string(&html).expect("the timeline was written");
+    assert!(
+        document.starts_with("<!DOCTYPE html>"),
+        "{}",
+        &document[..40]
+    );
+    assert!(document.contains("release-latest"));
+}
+
+#[test]
+fn a_check_without_the_toolbox_adds_nothing() {
+    let failure = leasesim::check("slow-deletes", correct_worker_of)
+        .builtin_worker("stale-release")
+        .try_seeds(10)
+        .expect_err("stale-release fails slow-deletes");
+    assert!(failure.details.is_empty(), "{}", failure.details);
+}
+
+#[test]
+#[should_panic(expected = "a check of 0 seeds would run nothing")]
+fn a_check_of_zero_seeds_is_refused() {
+    leasesim::check("steady", correct_worker_of).seeds(0);
+}
+
+#[test]
+#[should_panic(expected = "seeds never wrap")]
+fn a_check_past_the_last_seed_is_refused() {
+    leasesim::check("steady", correct_worker_of)
+        .start_seed(u64::MAX - 1)
+        .seeds(3);
 }

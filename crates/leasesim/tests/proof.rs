@@ -203,8 +203,9 @@ const PROBES: &[(&str, Probe, &str)] = &[
     ("swarm", AcrossSeeds(swarm_switches_faults_between_seeds), "reply-lost"),
 ];
 
+/// The retention system's scenario folder.
 fn scenarios_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/retention")
 }
 
 /// The scenario files: the builtin list and the directory itself (they should agree).
@@ -232,7 +233,7 @@ fn every_scenario_file_has_a_probe() {
         .filter(|name| !probed.contains(&name.as_str()))
         .map(|name| {
             format!(
-                "scenarios/{name}.toml has no probe: add the line\n    \
+                "scenarios/retention/{name}.toml has no probe: add the line\n    \
                  (\"{name}\", EachRun(<probe>), \"<control>\"),\n\
                  to PROBES in crates/leasesim/tests/proof.rs, where <probe> is a \
                  fn(&Scenario, &RunReport<Retention>) -> bool that is true when the situation `{name}` is \

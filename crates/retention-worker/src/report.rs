@@ -82,6 +82,24 @@ pub struct TermReport {
 }
 
 impl TermReport {
+    /// The report of a term that ended with `end` having done nothing yet: no rows, no
+    /// batches, no renewals, no tokens, no cutoff, no release. A worker sets the fields its
+    /// term did (`report.rows_deleted = ...`).
+    pub fn new(end: TermEnd) -> Self {
+        let report = Self {
+            end,
+            rows_deleted: 0,
+            batches: 0,
+            renewals: 0,
+            tokens: Vec::new(),
+            cutoff_ms: None,
+            release: None,
+        };
+        // invariant: an empty account: nothing deleted, held or released.
+        debug_assert!(report.tokens.is_empty() && report.release.is_none());
+        report
+    }
+
     /// A report for a term that never held a lease.
     pub(crate) fn without_lease(end: TermEnd) -> Self {
         // invariant: only ends that happen before or instead of a successful acquire.
@@ -94,15 +112,7 @@ impl TermReport {
                     ..
                 }
         ));
-        Self {
-            end,
-            rows_deleted: 0,
-            batches: 0,
-            renewals: 0,
-            tokens: Vec::new(),
-            cutoff_ms: None,
-            release: None,
-        }
+        Self::new(end)
     }
 }
 

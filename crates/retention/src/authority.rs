@@ -8,7 +8,7 @@
 //!   like `UPDATE ... WHERE owner = ? AND expires > now`; *exact-token mode* also demands the
 //!   current token.
 //!
-//! Times are on the authority's clock: [`crate::EPOCH_MS`] plus virtual time.
+//! Times are on the authority's clock: [`leasesim_sim::EPOCH_MS`] plus virtual time.
 
 /// A lease as the authority stores it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -39,11 +39,12 @@ pub fn end_kind(result: &Result<TermReport, RunError>) -> (EndKind, u64) {
     (end, report.rows_deleted)
 }
 
-/// Calls `run()` on a jittered schedule until a run reports it was stopped before it started.
+/// Calls `run()` on a jittered schedule until a run reports it was stopped before it started,
+/// or the replica was restarted with a fresh worker (which has a driver of its own).
 pub async fn drive(world: Rc<World<Retention>>, replica: ReplicaId) {
     let env = world.env();
     let state = world.replica(replica);
-    let Some(worker) = state.worker.borrow().clone() else {
+    let Some((worker, generation)) = state.worker() else {
         return;
     };
     let every = world.scenario().schedule.run_every_ms;
@@ -54,6 +55,9 @@ pub async fn drive(world: Rc<World<Retention>>, replica: ReplicaId) {
         env.sleep(every.max - env.range(0, every.max - every.min))
             .await;
         state.gate(env).await;
+        if state.replaced_since(generation) {
+            return;
+        }
         state.set_between_terms(false);
         term += 1;
         env.note_for(replica, Note::TermStarted { term });

@@ -2,7 +2,8 @@
 //!
 //! Terminology:
 //! - *ports*: [`SimClock`], [`SimLeases`], [`SimRecords`]: the worker's view of the world,
-//!   built on the shared [`Port`] of one replica (its clock, its gate, the network).
+//!   built on the shared [`Port`] of one replica (its clock, its gate, the network); and
+//!   [`SimTasks`], to start tasks of its own (a renewal loop running beside the deletes).
 //! - *worker under test*: anything with `run()` (one leadership term) and `stop()`, built from
 //!   one replica's ports: the production core (`correct`), a defective worker, or a user's own.
 //!   The world only ever calls these two.
@@ -14,7 +15,7 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use leasesim_events::ReplicaId;
-use leasesim_sim::Port;
+use leasesim_sim::{Port, TaskHandle};
 use retention_worker::{
     Clock, Lease, Leases, PortError, Records, RetentionWorker, RunError, TermReport, WorkerConfig,
 };
@@ -23,23 +24,57 @@ use crate::Retention;
 use crate::events::{Answer, Failure, LeaseView, Request};
 
 /// Everything a retention worker is built from.
+///
+/// **`config` is what the run judges the worker against**: the scenario's `[worker]` section
+/// (batch size, cap, retention, renewal interval, lease lifetime), or what a swarm run drew
+/// from it. A worker that uses its own defaults instead breaks invariants such as
+/// `fixed-cutoff` (its cutoff is not the clock read minus the scenario's retention) or
+/// `batch-limit`; build your worker from `ports.config`.
 pub struct WorkerPorts {
     pub replica: ReplicaId,
-    /// `r1`, `r2`, ...
+    /// `r1`, `r2`, ...: the owner id to acquire the lease with.
     pub owner_id: String,
-    /// The configuration the run judges the worker against (swarm may draw it).
+    /// The settings the run judges the worker against (see above).
     pub config: WorkerConfig,
+    /// This replica's clock.
     pub clock: SimClock,
+    /// The lease service.
     pub leases: SimLeases,
+    /// The record store.
     pub records: SimRecords,
+    /// Starts tasks of the worker's own.
+    pub tasks: SimTasks,
 }
 
 /// A retention worker the world can drive.
+///
+/// Implemented for boxed and shared workers too, so a helper can return
+/// `impl Fn(WorkerPorts) -> Box<dyn WorkerUnderTest>` where it cannot name its worker's type.
 pub trait WorkerUnderTest {
     /// One leadership term (see `retention_worker::RetentionWorker::run`).
     fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>>;
     /// Stops the worker; resolves once it has quiesced.
     fn stop(&self) -> LocalBoxFuture<'_, ()>;
+}
+
+impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Box<W> {
+    fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>> {
+        (**self).run()
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        (**self).stop()
+    }
+}
+
+impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Rc<W> {
+    fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>> {
+        (**self).run()
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        (**self).stop()
+    }
 }
 
 /// Builds one retention worker per replica.
@@ -87,6 +122,26 @@ pub struct SimLeases(pub(crate) Port<Retention>);
 #[derive(Clone)]
 pub struct SimRecords(pub(crate) Port<Retention>);
 
+/// The replica's spawn port: starts a task of the worker's own.
+#[derive(Clone)]
+pub struct SimTasks(pub(crate) Port<Retention>);
+
+impl SimTasks {
+    /// Starts `future` as a task of the run, named `name` in the trace (`spawns task 1
+    /// (renewal)`, then `task 1 finished` or `aborted`). The run's strategy schedules it like
+    /// every other task; it reaches the world only through this replica's ports, so a pause
+    /// of the process holds it too. The handle joins it ([`TaskHandle::join`]) or aborts it
+    /// ([`TaskHandle::abort`]); dropping the handle leaves it running, as a leaked timer in a
+    /// real process keeps running (and `renewal-stops` sees its renewals).
+    pub fn spawn<T: 'static>(
+        &self,
+        name: &'static str,
+        future: impl Future<Output = T> + 'static,
+    ) -> TaskHandle<T> {
+        self.0.spawn(name, future)
+    }
+}
+
 macro_rules! replica_of {
     ($($port:ident),*) => {$(
         impl $port {
@@ -98,7 +153,7 @@ macro_rules! replica_of {
     )*};
 }
 
-replica_of!(SimClock, SimLeases, SimRecords);
+replica_of!(SimClock, SimLeases, SimRecords, SimTasks);
 
 fn port_error(failure: Failure, token: u64) -> PortError {
     match failure {
@@ -212,6 +267,7 @@ pub fn ports_of(world: &Rc<leasesim_sim::World<Retention>>, replica: ReplicaId) 
         config: world.profile().system.worker.clone(),
         clock: SimClock(port.clone()),
         leases: SimLeases(port.clone()),
-        records: SimRecords(port),
+        records: SimRecords(port.clone()),
+        tasks: SimTasks(port),
     }
 }

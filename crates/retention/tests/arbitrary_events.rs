@@ -133,6 +133,8 @@ fn kind() -> impl Strategy<Value = EventKind> {
         1 => Just(EventKind::StopCalled),
         1 => Just(EventKind::StopResolved),
         1 => Just(EventKind::Restarted),
+        1 => (1u32..3).prop_map(|task| EventKind::TaskStarted { task, name: "renewal" }),
+        1 => (1u32..3, any::<bool>()).prop_map(|(task, aborted)| EventKind::TaskEnded { task, aborted }),
         1 => (0u64..2).prop_map(backlog),
     ]
 }

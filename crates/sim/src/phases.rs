@@ -21,14 +21,14 @@ use crate::world::World;
 /// Builds a fresh worker for `replica` and installs it.
 fn install_worker<S: System>(world: &Rc<World<S>>, factory: &WorkerFactory<S>, replica: ReplicaId) {
     let worker = factory(S::ports(world, replica));
-    *world.replica(replica).worker.borrow_mut() = Some(worker);
+    world.replica(replica).install(worker);
 }
 
 /// Calls `stop()` on `replica`'s current worker and records the call and its return.
 async fn stop_now<S: System>(world: Rc<World<S>>, replica: ReplicaId) {
     let env = world.env();
     let state = world.replica(replica);
-    let Some(worker) = state.worker.borrow().clone() else {
+    let Some((worker, _)) = state.worker() else {
         return;
     };
     state.gate(env).await;

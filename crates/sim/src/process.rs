@@ -14,6 +14,7 @@
 //!   clock, and records the system's notes.
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::rc::Rc;
 
 use leasesim_events::{EventKind, OpSet, ReplicaId, Vocabulary};
@@ -22,6 +23,7 @@ use crate::env::{EPOCH_MS, Env};
 use crate::faults::ClockSpec;
 use crate::signal::Signal;
 use crate::system::System;
+use crate::task::{TaskHandle, TaskShared};
 use crate::world::World;
 
 /// Per-replica state kept by the world.
@@ -36,7 +38,9 @@ pub struct ReplicaState<S: System> {
     pub changed: Signal,
     pub stop_called: Cell<bool>,
     pub stop_resolved: Cell<bool>,
-    pub worker: RefCell<Option<Rc<S::Worker>>>,
+    worker: RefCell<Option<Rc<S::Worker>>>,
+    /// Bumped each time a worker is installed (at start, and at each restart).
+    generation: Cell<u32>,
 }
 
 impl<S: System> ReplicaState<S> {
@@ -52,7 +56,35 @@ impl<S: System> ReplicaState<S> {
             stop_called: Cell::new(false),
             stop_resolved: Cell::new(false),
             worker: RefCell::new(None),
+            generation: Cell::new(0),
         }
+    }
+
+    /// The replica's current worker and its generation (a driver keeps both; see
+    /// [`ReplicaState::replaced_since`]).
+    pub fn worker(&self) -> Option<(Rc<S::Worker>, u32)> {
+        let worker = self.worker.borrow().clone()?;
+        Some((worker, self.generation.get()))
+    }
+
+    /// Installs a fresh worker (at start, or as the replica restarts).
+    pub fn install(&self, worker: Rc<S::Worker>) {
+        let before = self.generation.get();
+        *self.worker.borrow_mut() = Some(worker);
+        self.generation.set(before + 1);
+        // invariant: each installed worker has a generation of its own.
+        debug_assert!(self.generation.get() > before);
+    }
+
+    /// Lets go of the worker (at the end of a run).
+    pub fn drop_worker(&self) {
+        self.worker.borrow_mut().take();
+    }
+
+    /// Was the worker of `generation` replaced (the replica restarted)? Its driver must then
+    /// start no more work: the replica runs its fresh worker only.
+    pub fn replaced_since(&self, generation: u32) -> bool {
+        self.generation.get() != generation
     }
 
     /// This replica's clock reading at virtual instant `virtual_ms`.
@@ -231,5 +263,32 @@ impl<S: System> Port<S> {
     /// Records a note of the system for this replica.
     pub fn note(&self, note: S::Note) {
         self.world.env().note_for(self.replica, note);
+    }
+
+    /// Starts a task of the worker's own (see [`crate::task`]): a task of the run, scheduled
+    /// by the run's strategy, recorded as `TaskStarted` now and `TaskEnded` when it ends.
+    pub fn spawn<T: 'static>(
+        &self,
+        name: &'static str,
+        future: impl Future<Output = T> + 'static,
+    ) -> TaskHandle<T> {
+        let env = self.world.env();
+        let task = self.world.next_task_id();
+        env.emit_for(self.replica, EventKind::TaskStarted { task, name });
+        let (abortable, abort) = futures::future::abortable(future);
+        let shared = TaskShared::new(abort);
+        let (inner, world, replica) = (shared.clone(), self.world.clone(), self.replica);
+        env.spawn(
+            name,
+            Box::pin(async move {
+                let output = abortable.await.ok();
+                let aborted = output.is_none();
+                world
+                    .env()
+                    .emit_for(replica, EventKind::TaskEnded { task, aborted });
+                inner.end(output);
+            }),
+        );
+        TaskHandle::new(shared)
     }
 }

@@ -28,6 +28,7 @@ pub struct World<S: System> {
     services: RefCell<S::Services>,
     replicas: Vec<ReplicaState<S>>,
     next_call: Cell<u64>,
+    next_task: Cell<u32>,
     healed: Cell<bool>,
 }
 
@@ -44,6 +45,7 @@ impl<S: System> World<S> {
             services: RefCell::new(services),
             replicas,
             next_call: Cell::new(1),
+            next_task: Cell::new(1),
             healed: Cell::new(false),
         }
     }
@@ -83,6 +85,15 @@ impl<S: System> World<S> {
         self.next_call.set(id + 1);
         // invariant: call ids strictly increase, so a call's events are tied to it alone.
         debug_assert!(self.next_call.get() > id);
+        id
+    }
+
+    /// The next worker task's number (see [`crate::Port::spawn`]).
+    pub fn next_task_id(&self) -> u32 {
+        let id = self.next_task.get();
+        self.next_task.set(id + 1);
+        // invariant: task numbers strictly increase, so a task's two events are tied to it.
+        debug_assert!(self.next_task.get() > id);
         id
     }
 
@@ -149,9 +160,9 @@ impl<S: System> World<S> {
     /// Drops the workers: they hold ports that hold the world, a cycle to break after a run.
     pub fn teardown(&self) {
         for state in &self.replicas {
-            state.worker.borrow_mut().take();
+            state.drop_worker();
         }
         // invariant: no worker outlives its run.
-        debug_assert!(self.replicas.iter().all(|s| s.worker.borrow().is_none()));
+        debug_assert!(self.replicas.iter().all(|s| s.worker().is_none()));
     }
 }

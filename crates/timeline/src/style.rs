@@ -41,111 +41,179 @@ pub(crate) struct KindStyle {
     pub legend: &'static str,
 }
 
-pub(crate) fn kind_style(kind: MarkKind) -> KindStyle {
+/// How each mark kind is drawn and named, in legend order.
+const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
     use {MarkKind as K, Row as R, Shape as S};
-    let style = |class, shape, row, noun, legend| KindStyle {
-        class,
-        shape,
-        row,
-        noun,
-        legend,
-    };
-    match kind {
-        K::Delete => style("md", S::Bar, R::Delete, "delete", "delete applied (rows)"),
-        K::StaleDelete => style(
-            "ms",
-            S::Bar,
-            R::Delete,
-            "stale delete",
-            "delete applied with a STALE token",
+    [
+        (
+            K::Delete,
+            KindStyle {
+                class: "md",
+                shape: S::Bar,
+                row: R::Delete,
+                noun: "delete",
+                legend: "delete applied (rows)",
+            },
         ),
-        K::RefusedDelete => style(
-            "mx",
-            S::Bar,
-            R::Delete,
-            "refused delete",
-            "delete refused: stale token",
+        (
+            K::StaleDelete,
+            KindStyle {
+                class: "ms",
+                shape: S::Bar,
+                row: R::Delete,
+                noun: "stale delete",
+                legend: "delete applied with a STALE token",
+            },
         ),
-        K::Renewal => style("mn", S::Dot, R::Control, "renewal", "renewal (new token)"),
-        K::RenewLost => style(
-            "mo",
-            S::Dot,
-            R::Control,
-            "renew answered none",
-            "renew answered none: leadership lost",
+        (
+            K::RefusedDelete,
+            KindStyle {
+                class: "mx",
+                shape: S::Bar,
+                row: R::Delete,
+                noun: "refused delete",
+                legend: "delete refused: stale token",
+            },
         ),
-        K::Release => style(
-            "mr",
-            S::Square,
-            R::Control,
-            "release",
-            "release freed the lease",
+        (
+            K::Renewal,
+            KindStyle {
+                class: "mn",
+                shape: S::Dot,
+                row: R::Control,
+                noun: "renewal",
+                legend: "renewal (new token)",
+            },
         ),
-        K::FreedNothing => style(
-            "mf",
-            S::Square,
-            R::Control,
-            "release freed nothing",
-            "release freed nothing",
+        (
+            K::RenewLost,
+            KindStyle {
+                class: "mo",
+                shape: S::Dot,
+                row: R::Control,
+                noun: "renew answered none",
+                legend: "renew answered none: leadership lost",
+            },
         ),
-        K::Takeover => style(
-            "mt",
-            S::Triangle,
-            R::Control,
-            "takeover",
-            "acquire took over an expired lease",
+        (
+            K::Release,
+            KindStyle {
+                class: "mr",
+                shape: S::Square,
+                row: R::Control,
+                noun: "release",
+                legend: "release freed the lease",
+            },
         ),
-        K::Rejected => style(
-            "mj",
-            S::Triangle,
-            R::Control,
-            "rejected call",
-            "call rejected before apply",
+        (
+            K::FreedNothing,
+            KindStyle {
+                class: "mf",
+                shape: S::Square,
+                row: R::Control,
+                noun: "release freed nothing",
+                legend: "release freed nothing",
+            },
         ),
-        K::ReplyLost => style(
-            "mq",
-            S::Diamond,
-            R::Control,
-            "lost reply",
-            "reply lost after apply",
+        (
+            K::Takeover,
+            KindStyle {
+                class: "mt",
+                shape: S::Triangle,
+                row: R::Control,
+                noun: "takeover",
+                legend: "acquire took over an expired lease",
+            },
         ),
-        K::StopCalled => style(
-            "mc",
-            S::HollowSquare,
-            R::Control,
-            "stop called",
-            "stop() called",
+        (
+            K::Rejected,
+            KindStyle {
+                class: "mj",
+                shape: S::Triangle,
+                row: R::Control,
+                noun: "rejected call",
+                legend: "call rejected before apply",
+            },
         ),
-        K::StopResolved => style(
-            "me",
-            S::Square,
-            R::Control,
-            "stop returned",
-            "stop() returned",
+        (
+            K::ReplyLost,
+            KindStyle {
+                class: "mq",
+                shape: S::Diamond,
+                row: R::Control,
+                noun: "lost reply",
+                legend: "reply lost after apply",
+            },
         ),
-        K::Restarted => style(
-            "mz",
-            S::Diamond,
-            R::Control,
-            "restart",
-            "restarted with a fresh worker",
+        (
+            K::StopCalled,
+            KindStyle {
+                class: "mc",
+                shape: S::HollowSquare,
+                row: R::Control,
+                noun: "stop called",
+                legend: "stop() called",
+            },
         ),
-        K::ClockJump => style("mk", S::Tick, R::Control, "clock jump", "clock jump"),
-        K::Revoked => style(
-            "mv",
-            S::Triangle,
-            R::World,
-            "revocation",
-            "lease revoked by the authority",
+        (
+            K::StopResolved,
+            KindStyle {
+                class: "me",
+                shape: S::Square,
+                row: R::Control,
+                noun: "stop returned",
+                legend: "stop() returned",
+            },
         ),
-        K::Backlog => style(
-            "mb",
-            S::Dot,
-            R::World,
-            "backlog check",
-            "backlog check (rows left)",
+        (
+            K::Restarted,
+            KindStyle {
+                class: "mz",
+                shape: S::Diamond,
+                row: R::Control,
+                noun: "restart",
+                legend: "restarted with a fresh worker",
+            },
         ),
-    }
+        (
+            K::ClockJump,
+            KindStyle {
+                class: "mk",
+                shape: S::Tick,
+                row: R::Control,
+                noun: "clock jump",
+                legend: "clock jump",
+            },
+        ),
+        (
+            K::Revoked,
+            KindStyle {
+                class: "mv",
+                shape: S::Triangle,
+                row: R::World,
+                noun: "revocation",
+                legend: "lease revoked by the authority",
+            },
+        ),
+        (
+            K::Backlog,
+            KindStyle {
+                class: "mb",
+                shape: S::Dot,
+                row: R::World,
+                noun: "backlog check",
+                legend: "backlog check (rows left)",
+            },
+        ),
+    ]
+};
+
+pub(crate) fn kind_style(kind: MarkKind) -> KindStyle {
+    let (_, style) = KIND_STYLES
+        .iter()
+        .find(|(of, _)| *of == kind)
+        .expect("every mark kind has a style");
+    *style
 }
 
 /// Every mark kind, in legend order.

@@ -9,6 +9,8 @@
 //! - *applied rows*: the sum of `Applied::Deleted { rows }` for deletes sent in the term; what
 //!   the store really removed for it, even if the answer was lost or came after the term.
 
+use retention_worker::WorkerConfig;
+
 use crate::Retention;
 use crate::events::Stamped;
 use crate::events::{Applied, Event, EventKind, Note, OpKind, ReplicaId, Request};
@@ -64,8 +66,16 @@ impl BatchLimit {
             At(event.at_ms)
         );
         if limit > self.batch_rows {
+            let default_rows = WorkerConfig::default().batch_rows;
+            let hint = match limit == default_rows {
+                true => format!(
+                    " ({default_rows} is the worker's default batch size: the run judges against \
+                     the scenario's, in `ports.config`)"
+                ),
+                false => String::new(),
+            };
             return Some(format!(
-                "{sent}, above the batch size of {} rows",
+                "{sent}, above the batch size of {} rows{hint}",
                 self.batch_rows
             ));
         }
@@ -373,7 +383,7 @@ mod tests {
     use crate::events::{Answer, EndKind};
 
     use super::*;
-    use crate::checkers::testkit::{R1, R2, Script, assert_broken, assert_holds};
+    use crate::checkers::testkit::{R1, R2, Script, assert_broken, assert_holds, config, run};
 
     fn delete(limit: u32) -> Request {
         Request::Delete {
@@ -413,6 +423,29 @@ mod tests {
             "batch size of 200",
         ];
         assert_broken(Invariant::BatchLimit, &script, seq, &words);
+    }
+
+    #[test]
+    fn a_batch_of_the_workers_default_size_is_named_as_a_settings_mismatch() {
+        let small = CheckConfig {
+            batch_rows: 64,
+            ..config()
+        };
+        let mut script = Script::new();
+        script.start(R1, 1);
+        script.acquire(R1, 1);
+        script.clock(R1, 8000);
+        script.send(R1, delete(200));
+        let mut checker = BatchLimit::new(&small);
+        let violation = run(&mut checker, &script).expect("a 200-row batch breaks a 64-row limit");
+        let wanted = "above the batch size of 64 rows (200 is the worker's default batch size";
+        assert!(violation.sentence.contains(wanted), "{violation}");
+        let mut script = Script::new();
+        script.start(R1, 1);
+        script.acquire(R1, 1);
+        script.send(R1, delete(100));
+        let violation = run(&mut BatchLimit::new(&small), &script).expect("100 > 64");
+        assert!(!violation.sentence.contains("default"), "{violation}");
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! - *newest deleted row*: `newest_created_ms` of an applied delete; it must be older than
 //!   (strictly before) the cutoff of the term the delete was sent in.
 
+use retention_worker::WorkerConfig;
+
 use crate::Retention;
 use crate::events::Stamped;
 use crate::events::{Applied, ClockMs, Event, EventKind, Note, OpKind, ReplicaId, Request};
@@ -34,6 +36,7 @@ impl CutoffTerm {
         replica: ReplicaId,
         event: &Stamped<Event>,
         cutoff_ms: u64,
+        retention_ms: u64,
     ) -> Option<String> {
         if let Some((first_ms, first)) = &self.first {
             if *first_ms == cutoff_ms {
@@ -73,10 +76,11 @@ impl CutoffTerm {
             ),
             (true, Some(read)) => format!(
                 "{head}, which no clock read after its acquire answer at {} gives (the last read, \
-                 at {}, gives {})",
+                 at {}, gives {}){}",
                 At(acquired_ms),
                 At(read.at_ms),
-                ClockMs(self.allowed_ms.last().copied().unwrap_or(0))
+                ClockMs(self.allowed_ms.last().copied().unwrap_or(0)),
+                settings_hint(read, cutoff_ms, retention_ms)
             ),
         })
     }
@@ -90,6 +94,27 @@ impl CutoffTerm {
         ]
         .into_iter()
         .chain(self.reads.iter())
+    }
+}
+
+/// What a cutoff no read allows says of the worker's settings: the retention it implies
+/// against `read`, named as the worker's default when it is that.
+fn settings_hint(read: &Stamped<Event>, cutoff_ms: u64, retention_ms: u64) -> String {
+    let EventKind::ClockRead { now_ms } = read.event.kind else {
+        return String::new();
+    };
+    let default_ms = WorkerConfig::default().retention_ms;
+    match now_ms.checked_sub(cutoff_ms) {
+        Some(implied_ms) if implied_ms == default_ms && default_ms != retention_ms => format!(
+            "; that is the read minus {implied_ms} ms, the worker's default retention, but the \
+             run judges against the scenario's {retention_ms} ms: build the worker from \
+             `ports.config`"
+        ),
+        Some(implied_ms) => format!(
+            "; that is the read minus {implied_ms} ms, and the scenario's retention is \
+             {retention_ms} ms"
+        ),
+        None => String::new(),
     }
 }
 
@@ -139,7 +164,7 @@ impl Checker<Retention> for FixedCutoff {
                 request: Request::Delete { older_than_ms, .. },
                 ..
             } if term.ledger.open => {
-                let sentence = term.delete(replica, event, older_than_ms)?;
+                let sentence = term.delete(replica, event, older_than_ms, self.retention_ms)?;
                 let context = term.context();
                 return Some(Violation::new(
                     Invariant::FixedCutoff,
@@ -348,6 +373,31 @@ mod tests {
             seq,
             &["gives -999992990ms"],
         );
+    }
+
+    #[test]
+    fn a_cutoff_of_the_workers_default_retention_is_named_as_a_settings_mismatch() {
+        let week_ms = 7 * 24 * 60 * 60 * 1_000;
+        let mut script = Script::new();
+        script.at(10_000).start(R1, 1);
+        script.acquire(R1, 1);
+        script.clock(R1, 700_000_000);
+        script.send(R1, delete(700_000_000 - week_ms));
+        let seq = script.last_seq();
+        let words = [
+            "the read minus 604800000 ms, the worker's default retention",
+            "the scenario's 3000 ms: build the worker from `ports.config`",
+        ];
+        assert_broken(Invariant::FixedCutoff, &script, seq, &words);
+        // Another retention is named by its value, without blaming the defaults.
+        let mut script = Script::new();
+        script.at(10_000).start(R1, 1);
+        script.acquire(R1, 1);
+        script.clock(R1, 700_000_000);
+        script.send(R1, delete(700_000_000 - 5_000));
+        let seq = script.last_seq();
+        let words = ["the read minus 5000 ms, and the scenario's retention is 3000 ms"];
+        assert_broken(Invariant::FixedCutoff, &script, seq, &words);
     }
 
     #[test]

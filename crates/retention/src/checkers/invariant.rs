@@ -123,93 +123,137 @@ impl Invariant {
 
     /// One line: what a run that keeps this invariant guarantees.
     pub fn holds_when(self) -> &'static str {
-        match self {
-            Invariant::StaleTokenDelete => {
-                "the store never applies a delete whose token was not the current, unexpired one"
-            }
-            Invariant::LatestToken => {
-                "each delete carries the newest token its worker received in the term"
-            }
-            Invariant::NoDeleteAfterLoss => {
-                "once a renewal answered None or failed, the worker sends no more deletes that term"
-            }
-            Invariant::SerialRenewal => "a worker never waits on two renewals at once",
-            Invariant::FixedCutoff => {
-                "a term's deletes share one cutoff, read from the clock after acquire and before \
-                 the first delete"
-            }
-            Invariant::BatchLimit => {
-                "no delete asks for more than the batch size or more than the cap has left"
-            }
-            Invariant::TermCap => "the rows actually deleted for one term stay within the cap",
-            Invariant::ReleaseLatest => "a release carries the newest lease the worker received",
-            Invariant::ReleaseAfterOwnership => {
-                "a release is sent only inside a term whose acquire granted the lease"
-            }
-            Invariant::ReleaseOnExit => {
-                "a term that acquired releases its newest lease on every exit path, unless a \
-                 renewal answered None"
-            }
-            Invariant::RenewalStops => {
-                "renewals are sent only inside an open term, with a lease received in that term"
-            }
-            Invariant::StopQuiesces => "after stop() the worker sends no acquire, renew or delete",
-            Invariant::StopJoins => {
-                "stop() returns only after the term is over, no call is pending and held \
-                 leadership was released"
-            }
-            Invariant::NoEligibleMiss => "every deleted row was created before its term's cutoff",
-            Invariant::Liveness => {
-                "once faults heal, terms end within the bound (also those open at healing), \
-                 every stop() returns and the eligible backlog is gone"
-            }
-            Invariant::RenewLatest => {
-                "every renewal carries the newest lease the worker received in the term"
-            }
-            Invariant::RenewalPause => {
-                "every renewal follows a pause of the renewal interval on the worker's clock, \
-                 started after the term's previous renewal"
-            }
-            Invariant::AcquireFirst => {
-                "a term's first call is its acquire, and the term sends no second acquire"
-            }
-            Invariant::RefusedAcquireEnds => {
-                "after the term's acquire answered None or an error, the term sends no other call"
-            }
-            Invariant::FullBatch => {
-                "no delete asks for fewer rows than the batch size or what is left of the cap, \
-                 whichever is smaller"
-            }
-            Invariant::ShortBatchEnds => {
-                "after a delete answered fewer rows than it asked, the term sends no more deletes"
-            }
-            Invariant::DeleteErrorEnds => {
-                "after a delete answered an error, the term sends no more deletes (no retry)"
-            }
-            Invariant::NoEarlyStop => {
-                "a term that acquired stops deleting only at the cap, after a short batch, on \
-                 leadership loss, on stop or on a delete error"
-            }
-            Invariant::ReleaseLast => {
-                "a release is sent with none of the term's other calls in flight, and the term \
-                 sends no acquire, renew or delete after it"
-            }
-            Invariant::TermReport => {
-                "the report run() returns matches the term: its rows are the rows the deletes \
-                 answered, and its end is one the term's answers or a stop explain"
-            }
-            Invariant::RenewalDue => {
-                "a held lease is renewed no later than the renewal interval (on the worker's \
-                 clock) after the answer that granted or renewed it, unless a pause holds the \
-                 process, until the term ends, releases, loses the lease or is stopped"
-            }
-            Invariant::StopPrompt => {
-                "once stop() is called, the release and stop()'s return come no later than the \
-                 latest answer, pause end or the stop call itself: stopping waits on no timer"
-            }
-        }
+        let (_, text) = HOLDS_WHEN
+            .iter()
+            .find(|(invariant, _)| *invariant == self)
+            .expect("every invariant says when it holds");
+        text
     }
 }
+
+/// What a run that keeps each invariant guarantees, in [`Invariant::ALL`] order.
+const HOLDS_WHEN: [(Invariant, &str); Invariant::COUNT] = [
+    (
+        Invariant::StaleTokenDelete,
+        "the store never applies a delete whose token was not the current, unexpired one",
+    ),
+    (
+        Invariant::LatestToken,
+        "each delete carries the newest token its worker received in the term",
+    ),
+    (
+        Invariant::NoDeleteAfterLoss,
+        "once a renewal answered None or failed, the worker sends no more deletes that term",
+    ),
+    (
+        Invariant::SerialRenewal,
+        "a worker never waits on two renewals at once",
+    ),
+    (
+        Invariant::FixedCutoff,
+        "a term's deletes share one cutoff, read from the clock after acquire and before \
+                 the first delete",
+    ),
+    (
+        Invariant::BatchLimit,
+        "no delete asks for more than the batch size or more than the cap has left",
+    ),
+    (
+        Invariant::TermCap,
+        "the rows actually deleted for one term stay within the cap",
+    ),
+    (
+        Invariant::ReleaseLatest,
+        "a release carries the newest lease the worker received",
+    ),
+    (
+        Invariant::ReleaseAfterOwnership,
+        "a release is sent only inside a term whose acquire granted the lease",
+    ),
+    (
+        Invariant::ReleaseOnExit,
+        "a term that acquired releases its newest lease on every exit path, unless a \
+                 renewal answered None",
+    ),
+    (
+        Invariant::RenewalStops,
+        "renewals are sent only inside an open term, with a lease received in that term",
+    ),
+    (
+        Invariant::StopQuiesces,
+        "after stop() the worker sends no acquire, renew or delete",
+    ),
+    (
+        Invariant::StopJoins,
+        "stop() returns only after the term is over, no call is pending and held \
+                 leadership was released",
+    ),
+    (
+        Invariant::NoEligibleMiss,
+        "every deleted row was created before its term's cutoff",
+    ),
+    (
+        Invariant::Liveness,
+        "once faults heal, terms end within the bound (also those open at healing), \
+                 every stop() returns and the eligible backlog is gone",
+    ),
+    (
+        Invariant::RenewLatest,
+        "every renewal carries the newest lease the worker received in the term",
+    ),
+    (
+        Invariant::RenewalPause,
+        "every renewal follows a pause of the renewal interval on the worker's clock, \
+                 started after the term's previous renewal",
+    ),
+    (
+        Invariant::AcquireFirst,
+        "a term's first call is its acquire, and the term sends no second acquire",
+    ),
+    (
+        Invariant::RefusedAcquireEnds,
+        "after the term's acquire answered None or an error, the term sends no other call",
+    ),
+    (
+        Invariant::FullBatch,
+        "no delete asks for fewer rows than the batch size or what is left of the cap, \
+                 whichever is smaller",
+    ),
+    (
+        Invariant::ShortBatchEnds,
+        "after a delete answered fewer rows than it asked, the term sends no more deletes",
+    ),
+    (
+        Invariant::DeleteErrorEnds,
+        "after a delete answered an error, the term sends no more deletes (no retry)",
+    ),
+    (
+        Invariant::NoEarlyStop,
+        "a term that acquired stops deleting only at the cap, after a short batch, on \
+                 leadership loss, on stop or on a delete error",
+    ),
+    (
+        Invariant::ReleaseLast,
+        "a release is sent with none of the term's other calls in flight, and the term \
+                 sends no acquire, renew or delete after it",
+    ),
+    (
+        Invariant::TermReport,
+        "the report run() returns matches the term: its rows are the rows the deletes \
+                 answered, and its end is one the term's answers or a stop explain",
+    ),
+    (
+        Invariant::RenewalDue,
+        "a held lease is renewed no later than the renewal interval (on the worker's clock) \
+         after the answer that granted or renewed it, unless a pause holds the process, until \
+         the term ends, releases, loses the lease or is stopped",
+    ),
+    (
+        Invariant::StopPrompt,
+        "once stop() is called, the release and stop()'s return come no later than the latest \
+         answer, pause end or the stop call itself: stopping waits on no timer",
+    ),
+];
 
 impl InvariantName for Invariant {
     const ALL: &'static [Invariant] = &Invariant::ALL;

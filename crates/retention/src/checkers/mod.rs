@@ -85,8 +85,8 @@ pub struct CheckConfig {
 
 /// How a run's workers keep time, for `renewal-pause` and `renewal-due`: the renewal interval
 /// they were configured with and each replica's clock drift. Kept apart from [`CheckConfig`]
-/// (a run hands it to [`AnyChecker::set_clocks`]); without it `renewal-pause` checks only that
-/// a pause was started before each renewal, and `renewal-due` checks nothing.
+/// (a run hands it to [`checker_set`]); without it `renewal-pause` checks only that a pause was
+/// started before each renewal, and `renewal-due` checks nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClockConfig {
     /// The pause before each renewal, on the worker's own clock.

@@ -4,13 +4,13 @@
 //!
 //! Differs from the correct worker in exactly the places of these five workers, and nowhere
 //! else:
-//! 1. [`interval-renewal`](crate::interval_renewal): renewals fire on a fixed timer, several
+//! 1. [`interval-renewal`](crate::defects::interval_renewal): renewals fire on a fixed timer, several
 //!    may be in flight, answers replace the latest lease in arrival order, and a `None` or an
 //!    error is ignored, so deletion never stops for a lost lease.
-//! 2. [`stale-release`](crate::stale_release): the release sends the lease from acquire.
-//! 3. [`moving-cutoff`](crate::moving_cutoff): the cutoff is read again for every batch.
-//! 4. [`uncapped`](crate::uncapped): no per-term cap.
-//! 5. [`unjoined-stop`](crate::unjoined_stop): `stop()` only sets the flag; a delete error
+//! 2. [`stale-release`](crate::defects::stale_release): the release sends the lease from acquire.
+//! 3. [`moving-cutoff`](crate::defects::moving_cutoff): the cutoff is read again for every batch.
+//! 4. [`uncapped`](crate::defects::uncapped): no per-term cap.
+//! 5. [`unjoined-stop`](crate::defects::unjoined_stop): `stop()` only sets the flag; a delete error
 //!    skips the release; a lease an acquire in flight at stop returns is kept.
 //!
 //! Caught by: `serial-renewal`, `release-latest`, `fixed-cutoff`, `term-cap`, `stop-joins`

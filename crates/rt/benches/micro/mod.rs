@@ -13,11 +13,15 @@ pub const TIMERS: u64 = 1_000_000;
 
 /// One task yielding `POLLS` times under `strategy`.
 pub fn leasesim_polls(strategy: Strategy) {
-    let mut sim = Sim::new(
-        SimConfig::seeded(1)
+    // Every yield is at one virtual instant: a run would stop this as a spin; the benchmark
+    // measures the polls themselves.
+    let config = SimConfig {
+        max_polls_per_instant: u32::MAX,
+        ..SimConfig::seeded(1)
             .with_strategy(strategy)
-            .with_recording(false),
-    );
+            .with_recording(false)
+    };
+    let mut sim = Sim::new(config);
     let handle = sim.handle();
     let h = handle.clone();
     let task = handle.spawn(async move {
@@ -47,7 +51,11 @@ pub fn leasesim_timers() {
 
 /// Four tasks yielding in turn under the random strategy: each step draws from ChaCha.
 pub fn leasesim_contended_polls() {
-    let mut sim = Sim::new(SimConfig::seeded(1).with_recording(false));
+    let config = SimConfig {
+        max_polls_per_instant: u32::MAX,
+        ..SimConfig::seeded(1).with_recording(false)
+    };
+    let mut sim = Sim::new(config);
     let handle = sim.handle();
     for _ in 0..4 {
         let h = handle.clone();

@@ -1,0 +1,132 @@
+//! The toy worker on the simulated world: its port, the worker trait the world drives, the
+//! workers by name, and the driver of one replica.
+//!
+//! Terminology:
+//! - *port*: [`SimCounter`], the core's [`CounterPort`] built on the shared
+//!   `leasesim_sim::Port` of one replica (its clock, its pauses, the faulty network).
+//! - *worker under test*: [`ToyWorker`], what the world calls: `run()` and `stop()`.
+//! - *factory*: builds one worker per replica from its [`ToyPorts`] (at start and on restart).
+//! - *driver*: calls `run()` on a jittered schedule, marking the replica between rounds (so a
+//!   stop `at = "between-terms"` can land there) and noting each round's start and end.
+
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+use leasesim_events::ReplicaId;
+use leasesim_sim::{Port, WorkerFactory, WorkerInfo, World};
+
+use super::events::{Answer, Note, Request, RoundEnd, Toy};
+use super::worker::{Bumper, CallError, CounterPort, Flaw};
+
+/// What a toy worker is built from.
+pub struct ToyPorts {
+    pub counter: SimCounter,
+}
+
+/// The counter service port of one replica.
+#[derive(Clone)]
+pub struct SimCounter(Port<Toy>);
+
+impl CounterPort for SimCounter {
+    async fn claim(&self) -> Result<Option<u64>, CallError> {
+        match self.0.call(Request::Claim).await {
+            Answer::Granted(token) => Ok(Some(token)),
+            Answer::Busy => Ok(None),
+            Answer::Failed(_) => Err(CallError::Network),
+            other => unreachable!("claim answered {other:?}"),
+        }
+    }
+
+    async fn bump(&self, token: u64) -> Result<u64, CallError> {
+        match self.0.call(Request::Bump { token }).await {
+            Answer::Bumped(count) => Ok(count),
+            Answer::Fenced => Err(CallError::Fenced),
+            Answer::Failed(_) => Err(CallError::Network),
+            other => unreachable!("bump answered {other:?}"),
+        }
+    }
+}
+
+/// A toy worker the world can drive.
+pub trait ToyWorker {
+    fn run(&self) -> LocalBoxFuture<'_, RoundEnd>;
+    fn stop(&self) -> LocalBoxFuture<'_, ()>;
+}
+
+impl<P: CounterPort> ToyWorker for Bumper<P> {
+    fn run(&self) -> LocalBoxFuture<'_, RoundEnd> {
+        Box::pin(Bumper::run(self))
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        Box::pin(Bumper::stop(self))
+    }
+}
+
+/// The ports of `replica`, built on the world.
+pub fn ports_of(world: &Rc<World<Toy>>, replica: ReplicaId) -> ToyPorts {
+    ToyPorts {
+        counter: SimCounter(Port::new(world.clone(), replica)),
+    }
+}
+
+/// The toy's workers: `correct` first.
+pub const WORKERS: &[WorkerInfo] = &[
+    WorkerInfo {
+        name: "correct",
+        defect: "claims, then bumps once with the granted token",
+        caught_by: &[],
+    },
+    WorkerInfo {
+        name: "blind-bump",
+        defect: "after a refused claim, bumps with the last token it was ever granted",
+        caught_by: &["claimed-bump"],
+    },
+    WorkerInfo {
+        name: "double-bump",
+        defect: "bumps twice under one claim",
+        caught_by: &["claimed-bump"],
+    },
+];
+
+/// The factory of the worker called `name`.
+pub fn factory(name: &str) -> Option<Rc<WorkerFactory<Toy>>> {
+    let flaw = match name {
+        "correct" => None,
+        "blind-bump" => Some(Flaw::BlindBump),
+        "double-bump" => Some(Flaw::DoubleBump),
+        _ => return None,
+    };
+    Some(Rc::new(move |ports: ToyPorts| {
+        Rc::new(Bumper::new(ports.counter, flaw)) as Rc<dyn ToyWorker>
+    }))
+}
+
+/// Calls `run()` on a jittered schedule until a round reports the worker stopped, or the
+/// replica was restarted with a fresh worker (which has a driver of its own).
+pub async fn drive(world: Rc<World<Toy>>, replica: ReplicaId) {
+    let env = world.env();
+    let state = world.replica(replica);
+    let Some((worker, generation)) = state.worker() else {
+        return;
+    };
+    let every = world.scenario().schedule.run_every_ms;
+    for round in 1.. {
+        state.set_between_terms(true);
+        // The longest pause is value 0, the simplest choice: fewer rounds, shorter traces.
+        env.sleep(every.max - env.range(0, every.max - every.min))
+            .await;
+        state.gate(env).await;
+        if state.replaced_since(generation) {
+            return;
+        }
+        state.set_between_terms(false);
+        env.note_for(replica, Note::RoundStarted { round });
+        let end = worker.run().await;
+        env.note_for(replica, Note::RoundEnded { round, end });
+        if end == RoundEnd::Stopped {
+            state.set_between_terms(true);
+            return;
+        }
+    }
+}
