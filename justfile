@@ -36,5 +36,6 @@ ci:
 # run checks the unmutated tree first; reports land in target/mutants/{oracle,worker}. A run
 # that misses mutants exits non-zero; the `-` lets the second run start anyway.
 mutants:
+    mkdir -p target/mutants/oracle target/mutants/worker
     -cargo mutants -p retention-worker --test-package leasesim -C --test=mutation_oracle -j 1 --timeout 150 -o target/mutants/oracle -- -- --ignored
     cargo mutants -p retention-worker -j 1 --timeout 60 -o target/mutants/worker
