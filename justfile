@@ -30,3 +30,14 @@ snap:
 # fmt + clippy + tests + fuzz smoke, exactly as CI runs them.
 ci:
     bash .ci/run
+
+# Mutation testing of the production core (needs `cargo install cargo-mutants`): first with the
+# fuzz campaign as the oracle, then with the core's own tests (README: mutation testing). Each
+# run checks the unmutated tree first; reports land in target/mutants/{oracle,worker}. A run
+# that misses mutants exits non-zero; the `-` lets the second run start anyway. The mutants
+# build in a target directory of their own: sharing one with the tree lets the last mutant's
+# build of retention-worker pass for fresh in the tree's next build.
+mutants:
+    mkdir -p target/mutants/oracle target/mutants/worker
+    -CARGO_TARGET_DIR="{{justfile_directory()}}/target/mutants/build" cargo mutants -p retention-worker --test-package leasesim -C --test=mutation_oracle -j 1 --timeout 150 -o target/mutants/oracle -- -- --ignored
+    CARGO_TARGET_DIR="{{justfile_directory()}}/target/mutants/build" cargo mutants -p retention-worker -j 1 --timeout 60 -o target/mutants/worker

@@ -16,7 +16,11 @@ fn toml_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    // Read at run time, not baked in with `env!`: two checkouts that share a target directory
+    // (worktrees, `cargo mutants`' scratch copies) share this script's binary, and each must
+    // embed its own scenarios.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&manifest_dir).join("../../scenarios");
     println!("cargo:rerun-if-changed={}", root.display());
     let mut systems: Vec<PathBuf> = std::fs::read_dir(&root)
         .expect("the scenarios directory exists")

@@ -347,7 +347,7 @@ impl<S: System> RunReport<S> {
 }
 
 /// The checker set of a scenario, in words: how many checkers may halt the run, and which
-/// expected ones only observe (e.g. `25 halting (all)` or
+/// expected ones only observe (e.g. `27 halting (all)` or
 /// `24 halting; observing: stale-token-delete`).
 pub fn checker_set<S: System>(scenario: &Scenario<S>) -> String {
     let expected = scenario.expected();

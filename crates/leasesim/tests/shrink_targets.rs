@@ -36,6 +36,8 @@ const FIRST_FAILURES: &[(&str, &str, u64)] = &[
     ("leftover-release", "backlog-cap", 0),
     ("stale-renewal", "exact-token-renewal", 0),
     ("whole-batches", "odd-batches", 0),
+    ("no-renewal", "clock-skew", 0),
+    ("sleepy-stop", "backlog-cap", 37),
 ];
 
 fn spec(worker: &str, scenario: &str, feed: Feed) -> RunSpec<Retention> {

@@ -70,6 +70,8 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("leftover-release", "slow-deletes", 0, 26),
     ("stale-renewal", "exact-token-renewal", 0, 25),
     ("whole-batches", "odd-batches", 0, 25),
+    ("no-renewal", "renewal-reorder", 0, 25),
+    ("sleepy-stop", "slow-deletes", 1, 25),
     ("plain-delete", "holder-long-jobs", 0, 45),
     ("read-then-delete", "holder-slow-release", 1, 25),
     ("fixed-token", "holder-long-jobs", 0, 25),

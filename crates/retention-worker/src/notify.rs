@@ -142,6 +142,33 @@ mod tests {
     }
 
     #[test]
+    fn a_waiter_polled_again_from_another_task_wakes_that_task() {
+        let flag = Cell::new(false);
+        let notify = Notify::new();
+        let first = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let second = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let mut wait = notify.wait_until(|| flag.get());
+        for counter in [&first, &second] {
+            let waker = Waker::from(Arc::clone(counter));
+            let mut cx = Context::from_waker(&waker);
+            assert_eq!(Pin::new(&mut wait).poll(&mut cx), Poll::Pending);
+        }
+        assert_eq!(notify.parked_len(), 1, "one waiter, parked once");
+        flag.set(true);
+        notify.notify_all();
+        assert_eq!(
+            first.0.load(Ordering::SeqCst),
+            0,
+            "the stale waker is forgotten"
+        );
+        assert_eq!(
+            second.0.load(Ordering::SeqCst),
+            1,
+            "the latest poller is woken"
+        );
+    }
+
+    #[test]
     fn dropped_waiter_unparks() {
         let notify = Notify::new();
         let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));

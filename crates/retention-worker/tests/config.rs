@@ -138,4 +138,30 @@ fn construction_keeps_what_it_was_given() {
     let world = World::new(0);
     assert_eq!(world.worker.owner_id(), "w1");
     assert_eq!(world.worker.config(), &WorkerConfig::default());
+    let debug = format!("{:?}", world.worker);
+    assert!(
+        debug.starts_with("RetentionWorker { owner_id: \"w1\", config: WorkerConfig {"),
+        "{debug}"
+    );
+    assert!(
+        debug.ends_with("stop_requested: false, term_active: false, .. }"),
+        "{debug}"
+    );
+    // A configuration other than the default comes back as given.
+    let custom = WorkerConfig {
+        batch_rows: 64,
+        cap_rows: 300,
+        retention_ms: 5_000,
+        renew_every_ms: 250,
+        lease_ttl_ms: 3_000,
+    };
+    let built = RetentionWorker::new(
+        "r7",
+        custom.clone(),
+        world.worker.clock().clone(),
+        Rc::clone(world.worker.leases()),
+        Rc::clone(world.worker.records()),
+    )
+    .expect("a valid configuration");
+    assert_eq!((built.owner_id(), built.config()), ("r7", &custom));
 }

@@ -7,16 +7,16 @@
 use futures::FutureExt;
 use leasesim_retention::defects::{
     AcquiredTokenWorker, DEFECTS, DeleteAfterLossWorker, EarlyCutoffWorker, IntervalRenewalWorker,
-    LeakedRenewalWorker, LeftoverReleaseWorker, MovingCutoffWorker, NaiveWorker,
-    RenewErrorNoReleaseWorker, StaleReleaseWorker, StaleRenewalWorker, UncappedWorker,
-    UnjoinedStopWorker, WholeBatchesWorker, factory,
+    LeakedRenewalWorker, LeftoverReleaseWorker, MovingCutoffWorker, NaiveWorker, NoRenewalWorker,
+    RenewErrorNoReleaseWorker, SleepyStopWorker, StaleReleaseWorker, StaleRenewalWorker,
+    UncappedWorker, UnjoinedStopWorker, WholeBatchesWorker, factory,
 };
 use retention_worker::{
     Clock, ConfigError, Lease, Leases, PortError, Records, TermEnd, WorkerConfig,
 };
 
 /// The invariants of the contract and of its audit, by name.
-const INVARIANTS: [&str; 25] = [
+const INVARIANTS: [&str; 27] = [
     "stale-token-delete",
     "latest-token",
     "no-delete-after-loss",
@@ -42,6 +42,8 @@ const INVARIANTS: [&str; 25] = [
     "no-early-stop",
     "release-last",
     "term-report",
+    "renewal-due",
+    "stop-prompt",
 ];
 
 #[test]
@@ -64,6 +66,8 @@ fn defects_are_listed_in_the_documented_order() {
             "leftover-release",
             "stale-renewal",
             "whole-batches",
+            "no-renewal",
+            "sleepy-stop",
         ]
     );
 }
@@ -87,6 +91,8 @@ fn each_defect_names_known_invariants_and_has_a_description() {
     assert_eq!(specific("moving-cutoff"), "fixed-cutoff");
     assert_eq!(specific("uncapped"), "term-cap");
     assert_eq!(specific("unjoined-stop"), "stop-joins");
+    assert_eq!(specific("no-renewal"), "renewal-due");
+    assert_eq!(specific("sleepy-stop"), "stop-prompt");
 }
 
 #[test]
@@ -208,4 +214,6 @@ fn every_worker_validates_like_the_core_and_does_nothing_after_stop() {
     keeps_the_correct_shell!(LeftoverReleaseWorker);
     keeps_the_correct_shell!(StaleRenewalWorker);
     keeps_the_correct_shell!(WholeBatchesWorker);
+    keeps_the_correct_shell!(NoRenewalWorker);
+    keeps_the_correct_shell!(SleepyStopWorker);
 }

@@ -9,8 +9,9 @@ use std::fmt;
 
 use leasesim_invariants::InvariantName;
 
-/// One of the twenty-five properties every run is checked against: the contract's fifteen,
-/// then the ten the contract audit added (see the crate docs).
+/// One of the twenty-seven properties every run is checked against: the contract's fifteen,
+/// then the ten the contract audit added (see the crate docs), then the two deadlines that
+/// mutation testing showed missing (a renewal that never comes, a stop that waits on a timer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Invariant {
     StaleTokenDelete,
@@ -38,13 +39,16 @@ pub enum Invariant {
     NoEarlyStop,
     ReleaseLast,
     TermReport,
+    RenewalDue,
+    StopPrompt,
 }
 
 impl Invariant {
     /// How many invariants there are.
-    pub const COUNT: usize = 25;
+    pub const COUNT: usize = 27;
 
-    /// Every invariant: the contract's fifteen in its order, then the audit's additions. This
+    /// Every invariant: the contract's fifteen in its order, then the audit's additions, then
+    /// the deadlines mutation testing asked for. This
     /// is also the order checkers see an event in, so an addition never takes a verdict from
     /// one of the fifteen on the same event.
     pub const ALL: [Invariant; Invariant::COUNT] = [
@@ -73,6 +77,8 @@ impl Invariant {
         Invariant::NoEarlyStop,
         Invariant::ReleaseLast,
         Invariant::TermReport,
+        Invariant::RenewalDue,
+        Invariant::StopPrompt,
     ];
 
     /// The contract's kebab-case name, e.g. `"stale-token-delete"`.
@@ -103,6 +109,8 @@ impl Invariant {
             Invariant::NoEarlyStop => "no-early-stop",
             Invariant::ReleaseLast => "release-last",
             Invariant::TermReport => "term-report",
+            Invariant::RenewalDue => "renewal-due",
+            Invariant::StopPrompt => "stop-prompt",
         }
     }
 
@@ -124,7 +132,7 @@ impl Invariant {
 }
 
 /// What a run that keeps each invariant guarantees, in [`Invariant::ALL`] order.
-const HOLDS_WHEN: [(Invariant, &str); 25] = [
+const HOLDS_WHEN: [(Invariant, &str); Invariant::COUNT] = [
     (
         Invariant::StaleTokenDelete,
         "the store never applies a delete whose token was not the current, unexpired one",
@@ -233,6 +241,17 @@ const HOLDS_WHEN: [(Invariant, &str); 25] = [
         Invariant::TermReport,
         "the report run() returns matches the term: its rows are the rows the deletes \
                  answered, and its end is one the term's answers or a stop explain",
+    ),
+    (
+        Invariant::RenewalDue,
+        "a held lease is renewed no later than the renewal interval (on the worker's clock) \
+         after the answer that granted or renewed it, unless a pause holds the process, until \
+         the term ends, releases, loses the lease or is stopped",
+    ),
+    (
+        Invariant::StopPrompt,
+        "once stop() is called, the release and stop()'s return come no later than the latest \
+         answer, pause end or the stop call itself: stopping waits on no timer",
     ),
 ];
 

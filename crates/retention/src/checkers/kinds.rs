@@ -19,6 +19,11 @@ pub(crate) fn worker_side(kind: &EventKind) -> bool {
     kind.bit() & (mask::WORKER_SIDE | notes::STRUCTURE) != 0
 }
 
+/// A process pause starting (`Paused`) or ending (`Resumed`).
+pub(crate) fn process_pause(kind: &EventKind) -> bool {
+    kind.bit() & (mask::PAUSED | mask::RESUMED) != 0
+}
+
 /// The service acting on a request.
 pub(crate) fn service_side(kind: &EventKind) -> bool {
     kind.bit() & mask::SERVICE_SIDE != 0

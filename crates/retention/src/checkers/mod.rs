@@ -36,6 +36,7 @@ mod renewal;
 mod stop;
 #[cfg(test)]
 mod testkit;
+mod timing;
 mod tokens;
 mod track;
 mod words;
@@ -56,6 +57,7 @@ use liveness::Liveness;
 use release::{ReleaseAfterOwnership, ReleaseLatest, ReleaseOnExit};
 use renewal::{RenewLatest, RenewalPause, RenewalStops, SerialRenewal};
 use stop::{StopJoins, StopQuiesces};
+use timing::{RenewalDue, StopPrompt};
 use tokens::{LatestToken, NoDeleteAfterLoss, StaleTokenDelete};
 
 use crate::Retention;
@@ -81,10 +83,10 @@ pub struct CheckConfig {
     pub term_bound_ms: u64,
 }
 
-/// How a run's workers keep time, for `renewal-pause`: the renewal interval they were
-/// configured with and each replica's clock drift. Kept apart from [`CheckConfig`] (a run
-/// hands it to [`checker_set`]); without it `renewal-pause` checks only that a
-/// pause was started before each renewal.
+/// How a run's workers keep time, for `renewal-pause` and `renewal-due`: the renewal interval
+/// they were configured with and each replica's clock drift. Kept apart from [`CheckConfig`]
+/// (a run hands it to [`checker_set`]); without it `renewal-pause` checks only that a pause was
+/// started before each renewal, and `renewal-due` checks nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClockConfig {
     /// The pause before each renewal, on the worker's own clock.
@@ -185,14 +187,19 @@ any_checker! {
     NoEarlyStop => NoEarlyStop::new,
     ReleaseLast => |_| ReleaseLast::new(),
     TermReport => TermReport::new,
+    RenewalDue => |_| RenewalDue::new(),
+    StopPrompt => |_| StopPrompt::new(),
 }
 
 impl AnyChecker {
-    /// Gives `renewal-pause` the run's renewal interval and clocks (other checkers ignore
-    /// them), so it also checks each pause's length.
+    /// Gives `renewal-pause` and `renewal-due` the run's renewal interval and clocks (other
+    /// checkers ignore them): the first then checks each pause's length, the second can check
+    /// at all.
     pub fn set_clocks(&mut self, clocks: &ClockConfig) {
-        if let AnyChecker::RenewalPause(pause) = self {
-            pause.set_clocks(clocks.clone());
+        match self {
+            AnyChecker::RenewalPause(pause) => pause.set_clocks(clocks.clone()),
+            AnyChecker::RenewalDue(due) => due.set_clocks(clocks.clone()),
+            _ => {}
         }
     }
 }
@@ -203,8 +210,8 @@ pub fn checker_for(invariant: Invariant, config: &CheckConfig) -> Box<dyn Checke
 }
 
 /// The checkers of the given invariants (duplicates ignored), fed in the system's order.
-/// `clocks` gives `renewal-pause` the run's renewal interval and drifts, so it also checks
-/// each pause's length.
+/// `clocks` gives `renewal-pause` and `renewal-due` the run's renewal interval and drifts (see
+/// [`AnyChecker::set_clocks`]).
 pub fn checker_set(
     config: &CheckConfig,
     invariants: &[Invariant],
@@ -353,6 +360,17 @@ mod tests {
             (violation.invariant, violation.event.seq),
             (Invariant::BatchLimit, first)
         );
+    }
+
+    #[test]
+    fn the_contract_audit_names_every_invariant() {
+        let audit = include_str!("AUDIT.md");
+        for invariant in Invariant::ALL {
+            assert!(
+                audit.contains(&format!("`{invariant}`")),
+                "AUDIT.md does not say which contract sentence {invariant} checks"
+            );
+        }
     }
 
     #[test]

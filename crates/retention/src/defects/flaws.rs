@@ -21,6 +21,8 @@ pub(crate) enum RenewalFlaw {
     /// Serial, but the loop is not cancelled when deletion ends: the term waits only for a
     /// renewal in flight, then leaves the loop behind, still scheduled.
     Detached,
+    /// No renewal loop at all: the term deletes until the lease runs out under it.
+    Never,
 }
 
 /// When the retention cutoff is read from the clock.
@@ -61,6 +63,11 @@ pub(crate) struct Flaws {
     /// `cap / batch` whole batches), so the remainder of a cap that is not a multiple of the
     /// batch is never deleted.
     pub(crate) whole_batches: bool,
+    /// A stop request does not cancel the renewal loop's pending sleep: the loop notices the
+    /// stop only once the sleep has run out (it then sends nothing), and the term, which waits
+    /// for the loop, releases only then. Deletion ending for any other reason still cancels
+    /// the sleep at once.
+    pub(crate) sleepy_stop: bool,
 }
 
 impl Flaws {
@@ -77,5 +84,6 @@ impl Flaws {
         leftover_release: false,
         renew_acquired: false,
         whole_batches: false,
+        sleepy_stop: false,
     };
 }

@@ -27,7 +27,9 @@ pub mod leaked_renewal;
 pub mod leftover_release;
 pub mod moving_cutoff;
 pub mod naive;
+pub mod no_renewal;
 pub mod renew_error_no_release;
+pub mod sleepy_stop;
 pub mod stale_release;
 pub mod stale_renewal;
 pub mod uncapped;
@@ -48,7 +50,9 @@ pub use leaked_renewal::LeakedRenewalWorker;
 pub use leftover_release::LeftoverReleaseWorker;
 pub use moving_cutoff::MovingCutoffWorker;
 pub use naive::NaiveWorker;
+pub use no_renewal::NoRenewalWorker;
 pub use renew_error_no_release::RenewErrorNoReleaseWorker;
+pub use sleepy_stop::SleepyStopWorker;
 pub use stale_release::StaleReleaseWorker;
 pub use stale_renewal::StaleRenewalWorker;
 pub use uncapped::UncappedWorker;
@@ -67,7 +71,8 @@ pub struct DefectInfo {
 }
 
 /// Every defective worker: `naive` first, then the seed review's five findings one by one,
-/// then the extras (the last two found by the contract audit of issue 11).
+/// then the extras (`stale-renewal` and `whole-batches` found by the contract audit of issue
+/// 11, the last two by mutation testing).
 pub const DEFECTS: &[DefectInfo] = &[
     naive::INFO,
     interval_renewal::INFO,
@@ -83,6 +88,8 @@ pub const DEFECTS: &[DefectInfo] = &[
     leftover_release::INFO,
     stale_renewal::INFO,
     whole_batches::INFO,
+    no_renewal::INFO,
+    sleepy_stop::INFO,
 ];
 
 /// Every worker of the retention system: `correct` (the production core) first, then the
@@ -121,6 +128,8 @@ pub fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
         leftover_release::NAME => LeftoverReleaseWorker::from_ports,
         stale_renewal::NAME => StaleRenewalWorker::from_ports,
         whole_batches::NAME => WholeBatchesWorker::from_ports,
+        no_renewal::NAME => NoRenewalWorker::from_ports,
+        sleepy_stop::NAME => SleepyStopWorker::from_ports,
         _ => return None,
     };
     Some(Rc::new(build))

@@ -195,6 +195,8 @@ impl<C: Clock + 'static, L: Leases + 'static, R: Records> Engine<C, L, R> {
             RenewalFlaw::Interval => futures::join!(deletion, self.renewer(term).interval()).0,
             // defect(leaked-renewal): the renewal loop is not ended with the term.
             RenewalFlaw::Detached => self.leave_loop_behind(term, deletion).await,
+            // defect(no-renewal): deletion runs alone; the lease is never renewed.
+            RenewalFlaw::Never => deletion.await,
         }
     }
 
@@ -207,6 +209,7 @@ impl<C: Clock + 'static, L: Leases + 'static, R: Records> Engine<C, L, R> {
             every_ms: self.config.renew_every_ms,
             ends_with_term: self.flaws.renewal != RenewalFlaw::Detached,
             renews_acquired: self.flaws.renew_acquired,
+            sleepy_stop: self.flaws.sleepy_stop,
         }
     }
 

@@ -29,6 +29,8 @@ pub(crate) struct Renewer<C, L> {
     pub(crate) ends_with_term: bool,
     /// Renew with the lease from acquire instead of the latest (`stale-renewal`).
     pub(crate) renews_acquired: bool,
+    /// A stop request does not cancel a pending sleep (`sleepy-stop`).
+    pub(crate) sleepy_stop: bool,
 }
 
 impl<C: Clock, L: Leases> Renewer<C, L> {
@@ -39,11 +41,22 @@ impl<C: Clock, L: Leases> Renewer<C, L> {
         term_going && !self.flags.stop_requested.get() && self.term.loss.borrow().is_none()
     }
 
+    /// True while a pending sleep should run on (with no flaw: while a renewal is wanted).
+    fn sleep_wanted(&self) -> bool {
+        if !self.sleepy_stop {
+            return self.wanted();
+        }
+        // defect(sleepy-stop): a stop request, and the end of deletion it causes, cancel
+        // nothing; only a loss or deletion ending on its own does.
+        let term_going = !self.term.deletion_over.get() || self.flags.stop_requested.get();
+        term_going && self.term.loss.borrow().is_none()
+    }
+
     /// Sleep, renew with the latest lease, await the answer, repeat; one renewal at a time.
     pub(crate) async fn serial(self) {
         while self.wanted() {
             let sleep = pin!(self.clock.sleep(self.every_ms));
-            let cancelled = self.flags.changed.wait_until(|| !self.wanted());
+            let cancelled = self.flags.changed.wait_until(|| !self.sleep_wanted());
             if let Either::Right(_) = select(sleep, cancelled).await {
                 return;
             }
