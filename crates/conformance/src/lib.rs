@@ -25,6 +25,22 @@ pub mod retention;
 
 pub use proptest;
 
+/// Wall time of a driver's run, for its report (sequences per second); it never reaches a
+/// case, whose time is the case's own.
+#[allow(clippy::disallowed_types, clippy::disallowed_methods)]
+pub(crate) struct Stopwatch(std::time::Instant);
+
+#[allow(clippy::disallowed_types, clippy::disallowed_methods)]
+impl Stopwatch {
+    pub(crate) fn start() -> Stopwatch {
+        Stopwatch(std::time::Instant::now())
+    }
+
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
 /// How many cases a driver runs, and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {

@@ -23,7 +23,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::time::Instant;
 
 use leasesim_retention::events::Applied;
 use leasesim_stores::StoreError;
@@ -138,7 +137,7 @@ pub fn cases(config: &Config) -> impl Strategy<Value = Case> + use<> {
 /// Runs `config.cases` drawn cases on `store` and on the model: `Ok` with what was checked,
 /// or the first mismatch, shrunk.
 pub fn check<S: RetentionStore>(store: &mut S, config: &Config) -> Result<Report, Mismatch> {
-    let started = Instant::now();
+    let started = crate::Stopwatch::start();
     let store = RefCell::new(store);
     let (ran, steps, first_failure) = (Cell::new(0u64), Cell::new(0u64), Cell::new(None));
     let callers = config.callers.clamp(1, 16);
@@ -223,7 +222,7 @@ struct Book {
 
 impl Book {
     fn resolve(&self, caller: usize, pick: TokenPick, model: &RetentionState) -> u64 {
-        let mine = &self.received[caller];
+        let mine = &self.received[caller % self.received.len()];
         match pick {
             TokenPick::Latest => mine.last().copied().unwrap_or(0),
             TokenPick::Previous => mine
@@ -333,19 +332,7 @@ pub fn run_case<S: RetentionStore + ?Sized>(
     let mut model = Model
         .open(&case.setup, callers)
         .expect("the model always opens");
-    let mut real = match store.open(&case.setup, callers) {
-        Ok(real) if real.len() == callers => real,
-        Ok(real) => {
-            let why = format!("the store opened {} connections, not {callers}", real.len());
-            return Err(fail(&mut lines, why));
-        }
-        Err(error) => {
-            return Err(fail(
-                &mut lines,
-                format!("the store failed to open: {error}"),
-            ));
-        }
-    };
+    let mut real = open_store(store, &case.setup, callers).map_err(|why| fail(&mut lines, why))?;
     let mut book = Book {
         received: vec![Vec::new(); callers],
         issued: Vec::new(),
@@ -353,81 +340,141 @@ pub fn run_case<S: RetentionStore + ?Sized>(
     let mut now_ms = START_MS;
     for (index, op) in case.ops.iter().enumerate() {
         let before = model[0].state(now_ms).expect("the model always answers");
-        let (caller, call) = match *op {
-            Op::Advance { ms } => {
-                now_ms += ms;
-                lines.push(format!(
-                    "{:>2}. t={now_ms} (time advances {ms}ms)",
-                    index + 1
-                ));
-                compare_state(&mut model[0], &mut real[0], now_ms)
-                    .map_err(|why| fail(&mut lines, why))?;
-                continue;
-            }
-            Op::Acquire { caller } => (usize::from(caller), Call::Acquire),
-            Op::Renew { caller, token } => {
-                let caller = usize::from(caller);
-                let token = book.resolve(caller, token, &before);
-                (caller, Call::Renew { token })
-            }
-            Op::Release { caller, token } => {
-                let caller = usize::from(caller);
-                let token = book.resolve(caller, token, &before);
-                (caller, Call::Release { token })
-            }
-            Op::Delete {
-                caller,
-                token,
-                older_than_ms,
-                limit,
-            } => {
-                let caller = usize::from(caller);
-                let token = book.resolve(caller, token, &before);
-                (
-                    caller,
-                    Call::Delete {
-                        older_than_ms,
-                        limit,
-                        token,
-                    },
-                )
-            }
-            Op::Revoke => (0, Call::Revoke),
+        let Some((caller, call)) = resolve(*op, &book, &before) else {
+            let Op::Advance { ms } = *op else {
+                unreachable!("only a time step resolves to no call")
+            };
+            now_ms += ms;
+            lines.push(format!(
+                "{:>2}. t={now_ms} (time advances {ms}ms)",
+                index + 1
+            ));
+            compare_state(&mut model[0], &mut real[0], now_ms)
+                .map_err(|why| fail(&mut lines, why))?;
+            continue;
         };
         let caller = caller % callers;
-        let owner_id = format!("r{}", caller + 1);
-        let expected =
-            call_on(&mut model[caller], &owner_id, call, now_ms).expect("the model always answers");
-        let got = call_on(&mut real[caller], &owner_id, call, now_ms);
-        let head = format!("{:>2}. t={now_ms} {owner_id} {call}", index + 1);
-        match got {
-            Ok(got) if got == expected => lines.push(format!("{head} -> {expected:?}")),
-            Ok(got) => {
-                lines.push(format!("{head} -> model {expected:?} | store {got:?}"));
-                let why = format!(
-                    "step {} ({owner_id} {call} at t={now_ms}): the model answered {expected:?}, the store {got:?}",
-                    index + 1
-                );
-                return Err(fail(&mut lines, why));
-            }
-            Err(error) => {
-                lines.push(format!(
-                    "{head} -> model {expected:?} | store failed: {error}"
-                ));
-                let why = format!(
-                    "step {} ({owner_id} {call} at t={now_ms}): the store failed: {error}",
-                    index + 1
-                );
-                return Err(fail(&mut lines, why));
-            }
-        }
-        if let Outcome::Applied(applied) = &expected {
+        let step = Step {
+            number: index + 1,
+            owner_id: format!("r{}", caller + 1),
+            call,
+            now_ms,
+        };
+        let applied = step
+            .compare(&mut model[caller], &mut real[caller], &mut lines)
+            .map_err(|why| fail(&mut lines, why))?;
+        if let Outcome::Applied(applied) = &applied {
             book.learn(caller, applied);
         }
         compare_state(&mut model[0], &mut real[caller], now_ms)
             .map_err(|why| fail(&mut lines, format!("after step {}: {why}", index + 1)))?;
     }
     Ok(case.ops.len() as u64)
+}
+
+/// A fresh store with `callers` connections, or why not.
+fn open_store<S: RetentionStore + ?Sized>(
+    store: &mut S,
+    setup: &Setup,
+    callers: usize,
+) -> Result<Vec<S::Connection>, String> {
+    match store.open(setup, callers) {
+        Ok(real) if real.len() == callers => Ok(real),
+        Ok(real) => Err(format!(
+            "the store opened {} connections, not {callers}",
+            real.len()
+        )),
+        Err(error) => Err(format!("the store failed to open: {error}")),
+    }
+}
+
+/// One resolved step of a case.
+struct Step {
+    number: usize,
+    owner_id: String,
+    call: Call,
+    now_ms: u64,
+}
+
+impl Step {
+    /// Applies the step to both sides and appends its line: the model's answer, or why the
+    /// store's differs.
+    fn compare<M, R>(
+        &self,
+        model: &mut M,
+        real: &mut R,
+        lines: &mut Vec<String>,
+    ) -> Result<Outcome, String>
+    where
+        M: RetentionConnection + ?Sized,
+        R: RetentionConnection + ?Sized,
+    {
+        let Step {
+            number,
+            owner_id,
+            call,
+            now_ms,
+        } = self;
+        let expected = call_on(model, owner_id, *call, *now_ms).expect("the model always answers");
+        let head = format!("{number:>2}. t={now_ms} {owner_id} {call}");
+        let place = format!("step {number} ({owner_id} {call} at t={now_ms})");
+        match call_on(real, owner_id, *call, *now_ms) {
+            Ok(got) if got == expected => {
+                lines.push(format!("{head} -> {expected:?}"));
+                Ok(expected)
+            }
+            Ok(got) => {
+                lines.push(format!("{head} -> model {expected:?} | store {got:?}"));
+                Err(format!(
+                    "{place}: the model answered {expected:?}, the store {got:?}"
+                ))
+            }
+            Err(error) => {
+                lines.push(format!(
+                    "{head} -> model {expected:?} | store failed: {error}"
+                ));
+                Err(format!("{place}: the store failed: {error}"))
+            }
+        }
+    }
+}
+
+/// The caller and the concrete call of `op`, its tokens picked from what the callers hold now
+/// (`None`: a time step).
+fn resolve(op: Op, book: &Book, model: &RetentionState) -> Option<(usize, Call)> {
+    let pick = |caller: u8, token| book.resolve(usize::from(caller), token, model);
+    let resolved = match op {
+        Op::Advance { .. } => return None,
+        Op::Acquire { caller } => (caller, Call::Acquire),
+        Op::Renew { caller, token } => (
+            caller,
+            Call::Renew {
+                token: pick(caller, token),
+            },
+        ),
+        Op::Release { caller, token } => (
+            caller,
+            Call::Release {
+                token: pick(caller, token),
+            },
+        ),
+        Op::Delete {
+            caller,
+            token,
+            older_than_ms,
+            limit,
+        } => {
+            let token = pick(caller, token);
+            let call = Call::Delete {
+                older_than_ms,
+                limit,
+                token,
+            };
+            (caller, call)
+        }
+        Op::Revoke => (0, Call::Revoke),
+    };
+    Some((usize::from(resolved.0), resolved.1))
 }
 
 /// Compares what the model and the store hold at `now_ms`.
