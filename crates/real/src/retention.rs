@@ -593,6 +593,20 @@ fn postgres_connections(
         .collect()
 }
 
+/// Drops what the run left on the server (its schema); a SQLite file stays where it was asked
+/// for.
+#[cfg(feature = "postgres")]
+fn clean_up(target: &StoreTarget) {
+    if let StoreTarget::Postgres { url, schema } = target
+        && let Ok(mut client) = leasesim_stores::postgres::connect(url, schema)
+    {
+        let _ = leasesim_stores::postgres::drop_schema(&mut client, schema);
+    }
+}
+
+#[cfg(not(feature = "postgres"))]
+fn clean_up(_target: &StoreTarget) {}
+
 #[cfg(not(feature = "postgres"))]
 fn postgres_connections(
     _url: &str,
@@ -854,6 +868,35 @@ fn recorder(config: &RealConfig, clock: RunClock) -> Recorder {
     }
 }
 
+/// The run's replicas, each on two of `connections` (leases, records).
+fn replicas_on(
+    connections: Vec<Connection>,
+    recorder: &Rc<Recorder>,
+    draws: &Rc<Draws>,
+    settings: &Rc<RealSettings>,
+) -> Vec<Rc<Replica>> {
+    let count = connections.len() / 2;
+    let mut pairs = connections.into_iter();
+    let mut take = || Arc::new(Mutex::new(pairs.next().expect("two per replica")));
+    (0..count)
+        .map(|index| {
+            Rc::new(Replica {
+                id: ReplicaId(u16::try_from(index).expect("at most u16::MAX replicas")),
+                gate: Gate::default(),
+                recorder: recorder.clone(),
+                draws: draws.clone(),
+                settings: settings.clone(),
+                leases: take(),
+                records: take(),
+                generation: Cell::new(0),
+                stop_called: Cell::new(false),
+                stop_resolved: Cell::new(false),
+                worker: RefCell::new(None),
+            })
+        })
+        .collect()
+}
+
 /// Sets up the store, runs the replicas through the phases (ending at the first violation),
 /// and reports the checkers' verdict and the coverage.
 pub fn run(config: &RealConfig) -> Result<RealReport, RealError> {
@@ -874,25 +917,7 @@ pub fn run(config: &RealConfig) -> Result<RealReport, RealError> {
     let harness = Arc::new(Mutex::new(
         connections.pop().expect("one per replica pair, plus one"),
     ));
-    let mut pairs = connections.into_iter();
-    let replicas = (0..config.replicas)
-        .map(|index| {
-            let mut take = || Arc::new(Mutex::new(pairs.next().expect("two per replica")));
-            Rc::new(Replica {
-                id: ReplicaId(index),
-                gate: Gate::default(),
-                recorder: recorder.clone(),
-                draws: draws.clone(),
-                settings: settings.clone(),
-                leases: take(),
-                records: take(),
-                generation: Cell::new(0),
-                stop_called: Cell::new(false),
-                stop_resolved: Cell::new(false),
-                worker: RefCell::new(None),
-            })
-        })
-        .collect();
+    let replicas = replicas_on(connections, &recorder, &draws, &settings);
     let world = Rc::new(World {
         recorder: recorder.clone(),
         draws,
@@ -919,6 +944,8 @@ pub fn run(config: &RealConfig) -> Result<RealReport, RealError> {
         replica.worker.borrow_mut().take();
     }
     drop(world);
+    drop(runtime);
+    clean_up(&config.target);
     let verdict = {
         let mut checkers = recorder.checkers.borrow_mut();
         checkers.finish(end_ms);

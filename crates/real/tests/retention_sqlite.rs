@@ -11,7 +11,7 @@ fn real_run(worker: &str, seed: u64, duration_ms: u64) -> RealReport {
         worker: worker.into(),
         replicas: 3,
         duration_ms,
-        liveness_ms: 2_000,
+        liveness_ms: 3_000,
         seed,
         settings: RealSettings::default(),
         keep_events: true,
