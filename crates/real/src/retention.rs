@@ -97,7 +97,7 @@ impl Default for RealSettings {
                 renew_every_ms: 150,
                 lease_ttl_ms: 600,
             },
-            rows: 6_000,
+            rows: 3_000,
             backlog_ms: 30_000,
             run_every: SpanMs::new(50, 250),
             lease_latency: SpanMs::new(1, 8),
@@ -204,6 +204,8 @@ impl RealReport {
 struct Recorder {
     clock: RunClock,
     seq: Cell<u64>,
+    /// The time of the last event stamped.
+    last_at_ms: Cell<u64>,
     next_call: Cell<u64>,
     checkers: RefCell<CheckerSet>,
     coverage: RefCell<Coverage>,
@@ -219,10 +221,14 @@ impl Recorder {
     fn emit(&self, event: Event) {
         let stamped = Stamped {
             seq: self.seq.get(),
-            at_ms: self.clock.elapsed_ms(),
+            at_ms: self.clock.elapsed_ms().max(self.last_at_ms.get()),
             event,
         };
-        self.seq.set(self.seq.get() + 1);
+        // invariant: events are numbered in order and their times never go back, as the
+        // checkers read them.
+        debug_assert!(stamped.at_ms >= self.last_at_ms.get());
+        self.seq.set(stamped.seq + 1);
+        self.last_at_ms.set(stamped.at_ms);
         self.count(&stamped.event.kind);
         self.coverage.borrow_mut().on_event(&stamped);
         let flow = self.checkers.borrow_mut().on_event(&stamped);
@@ -857,6 +863,7 @@ fn recorder(config: &RealConfig, clock: RunClock) -> Recorder {
     Recorder {
         clock,
         seq: Cell::new(0),
+        last_at_ms: Cell::new(0),
         next_call: Cell::new(1),
         checkers: RefCell::new(checker_set(&checks, &Invariant::ALL, Some(&clocks))),
         coverage: RefCell::new(Coverage::default()),

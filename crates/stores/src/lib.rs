@@ -24,6 +24,20 @@
 //! | [`retention`] | the retention store port, its setup and state, and the model behind it |
 //! | [`sqlite`] | SQLite through `rusqlite` (bundled library, no server) |
 //! | `postgres` | PostgreSQL through the `postgres` client (feature `postgres`) |
+//!
+//! ## Adding a system's adapters
+//!
+//! A system that lands later adds, beside the retention ones: its port module here (the
+//! port trait with `now_ms` passed in, its setup and state, and its model behind the port,
+//! applied through the system's own apply function as [`retention::Model`] does), then
+//! `sqlite::<system>` and `postgres::<system>` with their schema and statements as public
+//! constants, a conformance module in `leasesim-conformance` and a real-run module in
+//! `leasesim-real`. The holder-lock system's claim on Redis goes in a `redis` module behind a
+//! feature `redis` (the `redis` crate: `SET key token NX PX`, a compare-and-delete script, and
+//! the get-then-delete variant the seed warns about). Redis decides a claim's expiry by its
+//! own clock, so its conformance cannot pass `now_ms`: it compares everything but expiry with
+//! time standing still (lifetimes far longer than a case), and tests expiry apart, asserting
+//! only what margins make certain (alive well before the lifetime, gone well after it).
 
 use std::error::Error;
 use std::fmt;

@@ -368,6 +368,9 @@ pub(crate) mod observe {
         if !token_current && fencing && deleted_created_ms.is_empty() {
             return Applied::DeleteRefused { current_token };
         }
+        // invariant: a delete reported as applied either carried the live token, ran without
+        // fencing, or removed rows it should not have (which the answer then shows).
+        debug_assert!(token_current || !fencing || !deleted_created_ms.is_empty());
         Applied::Deleted {
             rows: u32::try_from(deleted_created_ms.len()).expect("at most a limit of rows, a u32"),
             token_current,
