@@ -61,7 +61,7 @@ fn the_correct_worker_passes_a_real_run_and_exits_0() {
 
 #[test]
 fn bad_input_is_refused_with_exit_2_before_any_run() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["--store", "redis"],
             "Redis holds the holder-lock system's claims",
@@ -69,6 +69,11 @@ fn bad_input_is_refused_with_exit_2_before_any_run() {
         (&["--worker", "nope"], "unknown worker `nope`"),
         (&["--system", "nope"], "unknown system `nope`"),
         (&["--duration", "soon"], "soon"),
+        (&["--duration", "50ms"], "at least 100ms"),
+        (
+            &["--db", "/nonexistent-dir/run.db"],
+            "cannot set up the store",
+        ),
     ];
     for (args, says) in cases {
         let output = leasesim(args);

@@ -15,7 +15,9 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use leasesim::catalog;
 use leasesim::error::{UsageError, parse_duration_ms, parse_seed};
-use leasesim_real::retention::{self, RealConfig, RealReport, RealSettings, StoreTarget};
+use leasesim_real::retention::{
+    self, RealConfig, RealError, RealReport, RealSettings, StoreTarget,
+};
 use leasesim_retention::Retention;
 use leasesim_retention::checkers::Situation;
 
@@ -80,6 +82,13 @@ pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
         });
     }
     check_worker(&args.worker)?;
+    if args.duration < 100 {
+        return Err(UsageError::BadValue {
+            flag: "--duration",
+            given: format!("{}ms", args.duration),
+            why: "a real run's safety phase lasts at least 100ms".into(),
+        });
+    }
     let (target, scratch) = target(&args)?;
     let mut caught = Vec::new();
     let mut last = None;
@@ -97,11 +106,7 @@ pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
         if seed == args.seed {
             print_header(&config, &args);
         }
-        let report = retention::run(&config).map_err(|error| UsageError::BadValue {
-            flag: "--store",
-            given: target.kind().into(),
-            why: error.to_string(),
-        })?;
+        let report = retention::run(&config).map_err(|error| run_error(error, &target))?;
         print_run(seed, &report, args.runs > 1);
         if let Some(violation) = &report.violation {
             caught.push(violation.invariant.to_string());
@@ -119,6 +124,21 @@ pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
         print_summary(&args, &caught);
     }
     Ok(i32::from(!caught.is_empty()))
+}
+
+/// A run that could not start, as bad input: the store could not be set up (unreachable
+/// server, unwritable file), or the run's settings were refused.
+fn run_error(error: RealError, target: &StoreTarget) -> UsageError {
+    let (flag, given) = match &error {
+        RealError::Store(_) => ("--store", target.kind().to_string()),
+        RealError::UnknownWorker { given, .. } => ("--worker", given.clone()),
+        RealError::BadConfig(_) => ("--system", "retention".to_string()),
+    };
+    UsageError::BadValue {
+        flag,
+        given,
+        why: error.to_string(),
+    }
 }
 
 fn check_worker(name: &str) -> Result<(), UsageError> {
