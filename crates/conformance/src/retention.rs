@@ -356,7 +356,11 @@ pub fn run_case<S: RetentionStore + ?Sized>(
         let caller = caller % callers;
         let step = Step {
             number: index + 1,
-            owner_id: format!("r{}", caller + 1),
+            // A revocation is the authority's own doing, not a caller's.
+            owner_id: match call {
+                Call::Revoke => "authority".into(),
+                _ => format!("r{}", caller + 1),
+            },
             call,
             now_ms,
         };
