@@ -41,6 +41,28 @@ impl fmt::Display for ClockMs {
     }
 }
 
+/// Serializes a clock value relative to [`EPOCH_MS`] (signed ms), as traces show it: for
+/// `#[serde(serialize_with = "...")]` on clock fields, so JSON agrees with the text trace.
+pub fn relative_clock<S: serde::Serializer>(
+    value_ms: &u64,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let relative = i128::from(*value_ms) - i128::from(EPOCH_MS);
+    // invariant: clock values are u64, so the difference always fits an i128.
+    serializer.serialize_i128(relative)
+}
+
+/// [`relative_clock`] of a clock value that may be absent (`null`).
+pub fn relative_clock_opt<S: serde::Serializer>(
+    value_ms: &Option<u64>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match value_ms {
+        Some(value_ms) => relative_clock(value_ms, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// A replica, stored 0-based and shown 1-based (`r1`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(into = "String")]
@@ -193,8 +215,9 @@ pub enum EventKind<V: Vocabulary> {
         op: V::Op,
         answer: V::Answer,
     },
-    /// The worker read its clock (replica-local time, ms).
+    /// The worker read its clock (replica-local time, ms; serialized relative to the epoch).
     ClockRead {
+        #[serde(serialize_with = "relative_clock")]
         now_ms: u64,
     },
     /// The worker started a sleep of this many replica-local ms.

@@ -231,6 +231,41 @@ pub fn replay_line(
 mod tests {
     use super::*;
 
+    /// The names a message lists after `valid: `.
+    fn listed(message: &str) -> Vec<&str> {
+        let (_, names) = message
+            .split_once("valid: ")
+            .expect("a list of valid names");
+        names.trim().split(", ").collect()
+    }
+
+    #[test]
+    fn one_scenario_lists_the_builtins_and_never_all() {
+        // `all` is valid where many scenarios are (`--scenario all`), not where one is.
+        let misspelled = resolve_one("stedy").unwrap_err().to_string();
+        assert!(
+            misspelled.starts_with("unknown scenario `stedy`"),
+            "{misspelled}"
+        );
+        assert!(listed(&misspelled).contains(&"steady"), "{misspelled}");
+        assert!(!listed(&misspelled).contains(&"all"), "{misspelled}");
+        let all = resolve_one("all").unwrap_err().to_string();
+        assert!(all.starts_with("unknown scenario `all`"), "{all}");
+        // The library API panics with the same message (it takes one scenario).
+        let panic = std::panic::catch_unwind(|| {
+            crate::check("stedy", leasesim_retention::correct_worker_of);
+        })
+        .expect_err("check of an unknown scenario panics");
+        let message = panic
+            .downcast_ref::<String>()
+            .expect("a formatted panic message");
+        assert!(message.starts_with("unknown scenario `stedy`"), "{message}");
+        assert!(!listed(message).contains(&"all"), "{message}");
+        // Where many scenarios are taken, `all` is listed.
+        let many = resolve_in("stedy", None).unwrap_err().to_string();
+        assert!(listed(&many).contains(&"all"), "{many}");
+    }
+
     #[test]
     fn all_keeps_one_system_and_a_scenario_of_another_is_refused() {
         let all = resolve_in("all", None).unwrap();

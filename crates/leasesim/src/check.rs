@@ -248,6 +248,18 @@ impl<S: System> Check<S> {
     /// recorded; returns the first failure.
     #[track_caller]
     pub fn try_seeds(self, count: u64) -> Result<CheckSummary, Box<CheckFailure<S>>> {
+        // Bad input, not a passing check: a count of 0 runs nothing, and seeds never wrap.
+        assert!(
+            count > 0,
+            "a check of 0 seeds would run nothing: ask for 1 or more"
+        );
+        let last = self.start_seed.checked_add(count - 1);
+        assert!(
+            last.is_some(),
+            "start seed {} and {count} seeds run past the last seed ({}): seeds never wrap",
+            self.start_seed,
+            u64::MAX
+        );
         let name = self.scenario.name.clone();
         if let Ok(only) = std::env::var("LEASESIM_SCENARIO")
             && only != name
@@ -319,7 +331,7 @@ impl<S: System> Check<S> {
             .map(|e| e.seed)
             .collect();
         let recorded = seeds.len();
-        seeds.extend((0..count).map(|i| self.start_seed.wrapping_add(i)));
+        seeds.extend((0..count).map(|i| self.start_seed + i));
         // invariant: recorded seeds come first, then exactly `count` more.
         debug_assert_eq!(seeds.len(), recorded + count as usize);
         seeds

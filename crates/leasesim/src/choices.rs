@@ -313,7 +313,7 @@ mod tests {
         };
         assert_eq!(
             refused("# leasesim choices v2\n# set replicas = 99\n"),
-            "c.txt:2:18: override `replicas`: replicas must be 1..=64, got 99"
+            "c.txt:2:18: override `replicas`: must be a whole number from 1 to 64, got 99"
         );
         let unknown = refused("# leasesim choices v2\n# set replics = 1\n");
         let wanted = "c.txt:2:7: override `replics`: unknown key `replics`";

@@ -57,6 +57,19 @@ pub fn parse_seed(text: &str) -> Result<u64, String> {
     })
 }
 
+/// Parses a count of seeds, ranges or runs: a whole number of at least 1 (a campaign of zero
+/// seeds would pass without checking anything).
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    match text.trim().replace('_', "").parse::<u64>() {
+        Ok(0) => Err("a count of 0 would run nothing; give at least 1".into()),
+        Ok(count) => Ok(count),
+        Err(_) => Err(format!(
+            "`{text}` is not a count (expected a whole number from 1 to {})",
+            u64::MAX
+        )),
+    }
+}
+
 /// Parses a shard `K/N` (1 <= K <= N).
 pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
     let bad = || format!("`{text}` is not a shard (expected K/N with 1 <= K <= N)");
@@ -105,6 +118,23 @@ mod tests {
         assert!(parse_seed("-1").is_err());
         assert!(parse_seed("0xZZ").is_err());
         assert!(parse_seed("").is_err());
+    }
+
+    #[test]
+    fn counts_are_whole_numbers_of_at_least_one() {
+        assert_eq!(parse_count("3"), Ok(3));
+        assert_eq!(parse_count("1_000"), Ok(1000));
+        assert!(
+            parse_count("0")
+                .unwrap_err()
+                .contains("a count of 0 would run nothing")
+        );
+        assert!(parse_count("-1").unwrap_err().contains("from 1 to"));
+        assert!(
+            parse_count("many")
+                .unwrap_err()
+                .contains("`many` is not a count")
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub struct Entry {
     pub scenario: String,
     pub worker: String,
     pub strategy: String,
+    #[serde(deserialize_with = "seed_value")]
     pub seed: u64,
     pub outcome: String,
     pub sentence: String,
@@ -37,6 +38,28 @@ pub struct Entry {
     /// files written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkers: Option<String>,
+}
+
+/// A seed as the file holds it, with what is expected said in words (not `expected u64`).
+fn seed_value<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    struct Seed;
+    impl serde::de::Visitor<'_> for Seed {
+        type Value = u64;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "a seed: a whole number from 0 to {}", u64::MAX)
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<u64, E> {
+            Ok(value)
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<u64, E> {
+            u64::try_from(value)
+                .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(value), &self))
+        }
+    }
+    deserializer.deserialize_u64(Seed)
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -194,6 +217,23 @@ mod tests {
         })
         .unwrap();
         assert!(new.contains("checkers = \"15 halting (all)\""), "{new}");
+    }
+
+    #[test]
+    fn a_malformed_seed_is_refused_with_the_range_in_words() {
+        let text = |seed: &str| {
+            format!(
+                "[[failure]]\nscenario = \"steady\"\nworker = \"correct\"\n\
+                 strategy = \"random\"\nseed = {seed}\noutcome = \"a\"\nsentence = \"b\"\n"
+            )
+        };
+        for seed in ["\"x\"", "-1"] {
+            let err = toml::from_str::<File>(&text(seed)).unwrap_err().to_string();
+            assert!(err.contains("a seed: a whole number from 0 to"), "{err}");
+            assert!(!err.contains("u64"), "{err}");
+        }
+        let last = toml::from_str::<File>(&text("18446744073709551615")).expect("the last seed");
+        assert_eq!(last.failures[0].seed, u64::MAX);
     }
 
     #[test]

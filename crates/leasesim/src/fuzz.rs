@@ -170,10 +170,21 @@ impl ScenarioSummary {
     }
 }
 
-/// The seed at shard-local index `j`.
+/// The seed at shard-local index `j`. Seeds never wrap: the plan is cut at the last seed.
 pub fn shard_seed(start: u64, shard: (u64, u64), j: u64) -> u64 {
     let (k, n) = shard;
-    start.wrapping_add((k - 1) + j * n)
+    let seed = j
+        .checked_mul(n)
+        .and_then(|offset| offset.checked_add(k - 1))
+        .and_then(|offset| start.checked_add(offset));
+    // invariant: callers stay within `seeds_left(start)` seeds, so no seed wraps to 0.
+    seed.expect("a seed plan never runs past the last seed")
+}
+
+/// How many seeds there are from `start` to the last one (`2^64 - 1`), saturated at
+/// `u64::MAX` (only `start == 0` has one more).
+pub fn seeds_left(start: u64) -> u64 {
+    (u64::MAX - start).saturating_add(1)
 }
 
 /// How many seeds of a `count`-seed plan fall in `shard`.
@@ -343,10 +354,18 @@ pub fn run_campaign(
     leasesim_rt::capture_panics();
     let started = Instant::now();
     let (limit, deadline) = match campaign.plan {
-        SeedPlan::Count { count, .. } => (shard_len(count, campaign.shard), None),
-        SeedPlan::Duration { wall_ms, .. } => {
-            (u64::MAX, Some(started + Duration::from_millis(wall_ms)))
+        SeedPlan::Count { start, count } => {
+            // invariant: a count plan was checked to end at or before the last seed.
+            assert!(
+                count <= seeds_left(start),
+                "the seed plan wraps past 2^64 - 1"
+            );
+            (shard_len(count, campaign.shard), None)
         }
+        SeedPlan::Duration { start, wall_ms } => (
+            shard_len(seeds_left(start), campaign.shard),
+            Some(started + Duration::from_millis(wall_ms)),
+        ),
     };
     let shared = Arc::new(Shared {
         campaign: campaign.clone(),

@@ -232,6 +232,12 @@ impl Overrides {
             }
         };
         let key = &self.0[culprit].key;
+        // A message that already leads with this key (`` `replicas` must be ...``) says it once.
+        let quoted = format!("`{key}`");
+        let message = match message.strip_prefix(&quoted) {
+            Some(rest) => rest.trim_start_matches(':').trim_start().to_string(),
+            None => message,
+        };
         (key.clone(), format!("override `{key}`: {message}"))
     }
 }

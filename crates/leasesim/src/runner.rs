@@ -5,8 +5,12 @@
 //! - *feed*: a seed (ChaCha stream) or a recorded choice sequence (replay, shrinking).
 //! - *outcome*: [`Outcome::Pass`], or the first thing that went wrong: an invariant
 //!   violation, a deadlock, a panic inside a task, a task that spins at one instant, a run
-//!   stopped by the wall-clock watchdog (hang), or a liveness failure (the system's liveness
-//!   invariant, or a run that hit its step or time budget).
+//!   stopped by the wall-clock watchdog (hang), a liveness failure (the system's liveness
+//!   invariant), or a run that used up its own budget before its phases ended (`budget`).
+//! - *budget*: the most steps any run may take (the runtime's step budget), and the virtual
+//!   time a scenario's phases allow plus a margin. Running out is the scenario's doing (it
+//!   asks for more than one run can do), not a violation by the worker: it fails the campaign
+//!   under its own label, and its sentence says so.
 //! - *expected violation*: an invariant the scenario declares it breaks on purpose (e.g.
 //!   `fencing-off` expects `stale-token-delete`). It is recorded, but does not halt the run
 //!   or fail it; every other invariant is still checked.
@@ -62,12 +66,41 @@ pub enum Outcome<S: System> {
         limit_ms: u64,
         at_ms: Option<u64>,
     },
-    /// Something that had to happen did not: the liveness invariant broke, or the run hit
-    /// its step or virtual-time budget.
+    /// Something that had to happen did not: the liveness invariant broke.
     Liveness {
         violation: Option<Box<Violation<S>>>,
         reason: String,
     },
+    /// The run used up its own budget before its phases ended, with no invariant broken: the
+    /// scenario's doing, not the worker's.
+    Budget {
+        budget: Budget,
+        /// Steps taken and the virtual instant reached when it ran out.
+        steps: u64,
+        at_ms: u64,
+    },
+}
+
+/// Which of a run's budgets ran out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budget {
+    /// The most steps (polls) any run may take.
+    Steps,
+    /// The virtual time the scenario's phases allow, plus a margin.
+    VirtualTime,
+}
+
+/// The sentence of a run that ran out of its budget: whose doing it is, and what to change.
+pub fn budget_sentence(budget: Budget, steps: u64, at_ms: u64) -> String {
+    let ran_out = match budget {
+        Budget::Steps => format!("used up its step budget ({steps} steps) at t={at_ms}ms"),
+        Budget::VirtualTime => format!("reached the end of its virtual-time budget at t={at_ms}ms"),
+    };
+    format!(
+        "the run {ran_out} before its phases ended: the scenario's budget ran out, no invariant \
+         was broken, and this is not a worker violation; the scenario asks for more than one run \
+         can do (shorten duration_ms or liveness_ms, use fewer replicas, or slow its rates)"
+    )
 }
 
 impl<S: System> Outcome<S> {
@@ -91,7 +124,7 @@ impl<S: System> Outcome<S> {
     }
 
     /// A stable short label: `pass`, the invariant name, `deadlock`, `panic`, `spin`,
-    /// `hang`, `liveness`.
+    /// `hang`, `liveness`, `budget`.
     pub fn label(&self) -> String {
         match self {
             Outcome::Pass => "pass".into(),
@@ -106,6 +139,7 @@ impl<S: System> Outcome<S> {
             Outcome::Liveness {
                 violation: None, ..
             } => "liveness".into(),
+            Outcome::Budget { .. } => "budget".into(),
         }
     }
 
@@ -138,6 +172,11 @@ impl<S: System> Outcome<S> {
                 violation: None,
                 reason,
             } => reason.clone(),
+            Outcome::Budget {
+                budget,
+                steps,
+                at_ms,
+            } => budget_sentence(*budget, *steps, *at_ms),
         }
     }
 
@@ -153,6 +192,7 @@ impl<S: System> Outcome<S> {
             Outcome::Spin { .. } => format!("SPIN: {}", self.sentence()),
             Outcome::Hang { .. } => format!("HANG: {}", self.sentence()),
             Outcome::Liveness { .. } => format!("LIVENESS: {}", self.sentence()),
+            Outcome::Budget { .. } => format!("BUDGET: {}", self.sentence()),
         }
     }
 }
@@ -413,7 +453,12 @@ pub fn run<S: System>(spec: &RunSpec<S>) -> RunReport<S> {
     let truncated = observers.truncated && observers.checked.violation().is_none();
     let outcome = match truncated {
         true => Outcome::Pass,
-        false => judge(world_run.outcome, &mut observers, world_run.end_ms),
+        false => judge(
+            world_run.outcome,
+            &mut observers,
+            world_run.end_ms,
+            world_run.steps,
+        ),
     };
     let expected = observers
         .expected
@@ -440,11 +485,13 @@ pub fn run<S: System>(spec: &RunSpec<S>) -> RunReport<S> {
     }
 }
 
-/// Turns the runtime's outcome and the checkers' findings into one verdict.
+/// Turns the runtime's outcome and the checkers' findings into one verdict. `steps` is how
+/// many the run took.
 pub fn judge<S: System>(
     outcome: RunOutcome<()>,
     observers: &mut Observers<S>,
     end_ms: u64,
+    steps: u64,
 ) -> Outcome<S> {
     match outcome {
         RunOutcome::Completed(()) | RunOutcome::Halted => match observers.verdict(end_ms) {
@@ -473,13 +520,66 @@ pub fn judge<S: System>(
             limit_ms: 0,
             at_ms: Some(now_ms),
         },
-        RunOutcome::StepLimit { steps } => Outcome::Liveness {
-            violation: None,
-            reason: format!("the run did not finish within its step budget ({steps} steps)"),
+        RunOutcome::StepLimit { steps } => Outcome::Budget {
+            budget: Budget::Steps,
+            steps,
+            at_ms: end_ms,
         },
-        RunOutcome::TimeLimit { now_ms } => Outcome::Liveness {
-            violation: None,
-            reason: format!("the run did not finish within its virtual-time budget (t={now_ms}ms)"),
+        RunOutcome::TimeLimit { now_ms } => Outcome::Budget {
+            budget: Budget::VirtualTime,
+            steps,
+            at_ms: now_ms,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use leasesim_retention::Retention;
+
+    use super::*;
+
+    /// Observers of a real `steady` run (their verdict is a pass), and the scenario.
+    fn steady_observers() -> Observers<Retention> {
+        let scenario = crate::catalog::resolve_typed::<Retention>("steady").expect("a builtin");
+        let factory = Retention::factory("correct").expect("the correct worker");
+        let spec = RunSpec::new(
+            Rc::new(scenario),
+            "correct",
+            factory,
+            Feed::Seed(0),
+            Strategy::Random,
+        );
+        let report = run(&spec);
+        assert!(report.outcome.is_pass(), "{:?}", report.outcome);
+        Observers::new(&spec.scenario, &report.profile, None)
+    }
+
+    #[test]
+    fn a_run_out_of_its_budget_is_the_scenarios_doing_not_a_worker_violation() {
+        let steps = RunOutcome::StepLimit { steps: 20_000_000 };
+        let outcome = judge(steps, &mut steady_observers(), 99_020, 20_000_000);
+        assert_eq!(outcome.label(), "budget");
+        assert!(outcome.violation().is_none(), "{outcome:?}");
+        let verdict = outcome.verdict_line();
+        for piece in [
+            "BUDGET: the run used up its step budget (20000000 steps) at t=99020ms",
+            "the scenario's budget ran out",
+            "not a worker violation",
+            "shorten duration_ms or liveness_ms",
+        ] {
+            assert!(verdict.contains(piece), "`{piece}` missing from: {verdict}");
+        }
+        assert!(!verdict.contains("liveness:"), "{verdict}");
+        let time = RunOutcome::TimeLimit { now_ms: 4_000 };
+        let outcome = judge(time, &mut steady_observers(), 4_000, 123);
+        assert_eq!(outcome.label(), "budget");
+        assert!(
+            outcome
+                .sentence()
+                .starts_with("the run reached the end of its virtual-time budget at t=4000ms"),
+            "{}",
+            outcome.sentence()
+        );
     }
 }

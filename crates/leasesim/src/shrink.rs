@@ -39,7 +39,7 @@ use leasesim_sim::scenario::StopAt;
 use leasesim_sim::{Scenario, System};
 
 use crate::overrides::Overrides;
-use crate::runner::{RunReport, RunSpec, run};
+use crate::runner::{Outcome, RunReport, RunSpec, run};
 
 /// Seeds tried in a changed scenario when the best choices do not fail there.
 const FEED_SEEDS: u64 = 32;
@@ -193,7 +193,7 @@ impl<S: System> Search<'_, S> {
         self.candidates >= self.budget
     }
 
-    /// Is the target the system's liveness property (or a run over its budget)?
+    /// Is the target the system's liveness property?
     fn target_is_liveness(&self) -> bool {
         self.target == "liveness"
             || S::Invariant::from_name(&self.target).is_some_and(|i| i.is_liveness())
@@ -651,7 +651,8 @@ impl<S: System> Search<'_, S> {
 }
 
 /// Shrinks the failing run of `spec` (its feed is the original seed or choices).
-/// Returns `None` when the run does not fail.
+/// Returns `None` when the run does not fail, or fails only because it ran out of its own
+/// budget (no invariant broke, so there is nothing to keep while shrinking).
 pub fn shrink<S: System>(spec: &RunSpec<S>, budget: u64) -> Option<Shrunk<S>> {
     let original = run(&RunSpec {
         keep_events: false,
@@ -659,7 +660,7 @@ pub fn shrink<S: System>(spec: &RunSpec<S>, budget: u64) -> Option<Shrunk<S>> {
         event_limit: None,
         ..spec.clone()
     });
-    if !original.failed() {
+    if !original.failed() || matches!(original.outcome, Outcome::Budget { .. }) {
         return None;
     }
     let values: Vec<u64> = original.choices.iter().map(|c| c.value).collect();

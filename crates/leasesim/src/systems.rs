@@ -124,7 +124,8 @@ pub trait AnyReport {
     /// The fault profile's header lines.
     fn profile(&self) -> Vec<String>;
     fn trace(&self, head: &TraceHeader) -> String;
-    fn json(&self) -> String;
+    /// JSON lines: the header, the events, the verdict.
+    fn json(&self, head: &TraceHeader) -> String;
     fn digest(&self, head: &TraceHeader, max_lines: usize) -> String;
     fn html(&self, head: &TraceHeader) -> String;
     fn as_any(&self) -> &dyn Any;
@@ -160,7 +161,11 @@ impl<S> Default for SystemOf<S> {
 }
 
 /// Every system the harness knows, in the order `list` shows them.
-pub static SYSTEMS: &[&dyn AnySystem] = &[&SystemOf::<Retention>::new()];
+pub static SYSTEMS: &[&dyn AnySystem] = &[
+    &SystemOf::<Retention>::new(),
+    &SystemOf::<leasesim_holder_lock::HolderLock>::new(),
+    &SystemOf::<leasesim_reservations::Reservations>::new(),
+];
 
 /// The system called `name`.
 pub fn system(name: &str) -> Option<&'static dyn AnySystem> {
@@ -437,8 +442,8 @@ impl<S: System> AnyReport for ReportOf<S> {
         trace::render(head, &self.report)
     }
 
-    fn json(&self) -> String {
-        trace::render_json(&self.report)
+    fn json(&self, head: &TraceHeader) -> String {
+        trace::render_json(head, &self.report)
     }
 
     fn digest(&self, head: &TraceHeader, max_lines: usize) -> String {

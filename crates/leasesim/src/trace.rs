@@ -182,11 +182,36 @@ pub fn render<S: System>(head: &TraceHeader, report: &RunReport<S>) -> String {
     out
 }
 
-/// The events as JSON lines (one object per event), then one verdict object, for tools.
-pub fn render_json<S: System>(report: &RunReport<S>) -> String {
+/// The header as one JSON object: what the text header says, keyed.
+fn header_json<S: System>(head: &TraceHeader, report: &RunReport<S>) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "header",
+        "system": head.system,
+        "scenario": head.scenario,
+        "source": head.source,
+        "feed": head.feed,
+        "worker": head.worker,
+        "strategy": head.strategy,
+        "pct_steps": head.pct_steps,
+        "checkers": head.checkers,
+        "set": head.overrides,
+        "profile": report.profile.describe(),
+        "verdict": report.outcome.verdict_line(),
+        "clocks": "clock values (clock reads, cutoffs, expiries, creation times) are ms \
+                   relative to the instant the run started, as in the text trace; at_ms and \
+                   until_ms are virtual time",
+    })
+}
+
+/// JSON lines for tools: the header object, one object per event, then one verdict object;
+/// each says its `kind` (`header`, `event`, `verdict`). Clock values are relative to the
+/// epoch, as in the text trace.
+pub fn render_json<S: System>(head: &TraceHeader, report: &RunReport<S>) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, "{}", header_json(head, report));
     for event in &report.events {
         let value = serde_json::json!({
+            "kind": "event",
             "seq": event.seq,
             "at_ms": event.at_ms,
             "replica": event.event.replica.map(|r| r.to_string()),
@@ -197,6 +222,7 @@ pub fn render_json<S: System>(report: &RunReport<S>) -> String {
     }
     let violation = report.outcome.violation();
     let verdict = serde_json::json!({
+        "kind": "verdict",
         "system": S::NAME,
         "verdict": report.outcome.label(),
         "pass": report.outcome.is_pass(),

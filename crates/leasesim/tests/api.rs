@@ -465,3 +465,17 @@ fn a_check_without_the_toolbox_adds_nothing() {
         .expect_err("stale-release fails slow-deletes");
     assert!(failure.details.is_empty(), "{}", failure.details);
 }
+
+#[test]
+#[should_panic(expected = "a check of 0 seeds would run nothing")]
+fn a_check_of_zero_seeds_is_refused() {
+    leasesim::check("steady", correct_worker_of).seeds(0);
+}
+
+#[test]
+#[should_panic(expected = "seeds never wrap")]
+fn a_check_past_the_last_seed_is_refused() {
+    leasesim::check("steady", correct_worker_of)
+        .start_seed(u64::MAX - 1)
+        .seeds(3);
+}

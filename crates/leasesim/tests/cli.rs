@@ -720,14 +720,18 @@ fn the_failure_database_records_failures_and_the_next_fuzz_replays_them_first() 
             "fuzz",
             "--scenario",
             "slow-deletes",
-            "--seeds",
-            "0",
+            "--failures-only",
             "--jobs",
             "1",
         ],
     );
     assert_eq!(other.code, 0, "{}", other.dump());
     assert!(!other.stdout.contains("regression "), "{}", other.dump());
+    assert!(
+        other.stderr.contains("records no failure of this campaign"),
+        "{}",
+        other.dump()
+    );
     let without = leasesim(
         dir.path(),
         &[
@@ -737,13 +741,15 @@ fn the_failure_database_records_failures_and_the_next_fuzz_replays_them_first() 
             "--scenario",
             "slow-deletes",
             "--seeds",
-            "0",
+            "1",
+            "--start-seed",
+            "2000",
             "--jobs",
             "1",
             "--no-failure-db",
         ],
     );
-    assert_eq!(without.code, 0, "{}", without.dump());
+    assert_ne!(without.code, 2, "{}", without.dump());
     assert!(
         !without.stdout.contains("regression "),
         "{}",
@@ -767,8 +773,7 @@ fn a_regression_that_now_passes_is_reported_and_does_not_fail_the_campaign() {
             "fuzz",
             "--scenario",
             "steady",
-            "--seeds",
-            "0",
+            "--failures-only",
             "--failures",
             "db.toml",
             "--jobs",
@@ -1034,7 +1039,10 @@ fn malformed_scenario_overrides_in_a_choices_file_are_refused_with_their_locatio
         ),
         (
             "range.choices",
-            ["range.choices:2:18", "replicas must be 1..=64, got 65"],
+            [
+                "range.choices:2:18",
+                "override `replicas`: must be a whole number from 1 to 64, got 65",
+            ],
         ),
         (
             "version.choices",
@@ -1257,6 +1265,21 @@ fn fuzz_json_is_one_document_with_the_documented_keys() {
     assert_eq!(document["worker"], "early-cutoff");
     assert_eq!(document["strategy"], "random");
     assert_eq!(document["regressions"], Value::Array(vec![]));
+    assert_eq!(
+        document["seed_range"],
+        serde_json::json!({"start": 0, "count": 2, "last": 1, "duration_ms": null, "shard": "1/1"}),
+        "{}",
+        first.dump()
+    );
+    assert_eq!(
+        document["totals"],
+        serde_json::json!({
+            "scenarios": 1, "seeds": 2, "failing": 2, "failures": {"fixed-cutoff": 2},
+            "expected": {}, "regressions": 0, "regressions_still_failing": 0,
+        }),
+        "{}",
+        first.dump()
+    );
     let scenario = &document["scenarios"][0];
     for key in [
         "scenario",
@@ -1307,6 +1330,8 @@ fn fuzz_json_is_one_document_with_the_documented_keys() {
         );
     }
     assert_eq!(regressions[0]["still_fails"], true);
+    assert_eq!(document["totals"]["regressions"], 2, "{}", second.dump());
+    assert_eq!(document["totals"]["regressions_still_failing"], 2);
 }
 
 #[test]
@@ -1378,6 +1403,15 @@ fn junit_reports_a_failure_for_a_failing_worker_and_none_for_a_clean_one() {
         "{xml}"
     );
     assert!(xml.contains("seed 0: fixed-cutoff: "), "{xml}");
+    // Each failure carries the line that replays it, as the terminal does.
+    for seed in [0, 1] {
+        let replay =
+            format!("leasesim replay --scenario steady --seed {seed} --worker early-cutoff");
+        assert!(
+            xml.contains(&format!("\n{replay}\n")),
+            "no `{replay}` in:\n{xml}"
+        );
+    }
     assert!(xml.trim_end().ends_with("</testsuites>"), "{xml}");
 
     let clean = leasesim(
@@ -1404,31 +1438,33 @@ fn junit_reports_a_failure_for_a_failing_worker_and_none_for_a_clean_one() {
 #[test]
 fn junit_reports_a_regression_that_still_fails() {
     let dir = tempdir();
-    let fuzz = |seeds: &str| {
-        leasesim(
-            dir.path(),
-            &[
-                "fuzz",
-                "--worker",
-                "stale-release",
-                "--scenario",
-                "slow-deletes",
-                "--seeds",
-                seeds,
-                "--jobs",
-                "1",
-                "--junit",
-                "report.xml",
-            ],
-        )
+    let fuzz = |plan: &[&str]| {
+        let args = [
+            "fuzz",
+            "--worker",
+            "stale-release",
+            "--scenario",
+            "slow-deletes",
+            "--jobs",
+            "1",
+            "--junit",
+            "report.xml",
+        ];
+        let args: Vec<&str> = args.iter().chain(plan).copied().collect();
+        leasesim(dir.path(), &args)
     };
-    assert_eq!(fuzz("1").code, 1);
-    let out = fuzz("0");
+    assert_eq!(fuzz(&["--seeds", "1"]).code, 1);
+    let out = fuzz(&["--failures-only"]);
     assert_eq!(out.code, 1, "{}", out.dump());
     let xml = std::fs::read_to_string(dir.path().join("report.xml")).expect("JUnit written");
     assert!(
         xml.contains("<failure"),
         "the campaign exits 1 on a regression, but its JUnit report has no failure:\n{xml}"
+    );
+    let replay = "leasesim replay --scenario slow-deletes --seed 0 --worker stale-release";
+    assert!(
+        xml.contains(replay),
+        "the regression lacks its replay line:\n{xml}"
     );
 }
 
@@ -1436,7 +1472,7 @@ fn junit_reports_a_regression_that_still_fails() {
 // 9. replay --format json
 
 #[test]
-fn replay_format_json_prints_one_event_object_per_line() {
+fn replay_format_json_prints_a_header_one_event_object_per_line_and_relative_clocks() {
     let dir = tempdir();
     let target = [
         "replay",
@@ -1454,16 +1490,51 @@ fn replay_format_json_prints_one_event_object_per_line() {
     let mut previous = None;
     let mut count = 0;
     let lines: Vec<&str> = out.stdout.lines().collect();
-    let (verdict, events) = lines.split_last().expect("at least the verdict line");
+    let (verdict, lines) = lines.split_last().expect("at least the verdict line");
+    let (header, events) = lines.split_first().expect("a header line first");
+    let header: Value = serde_json::from_str(header).expect("the first line is the header");
+    assert_eq!(header["kind"], "header", "{header}");
+    for (key, wanted) in [
+        ("system", "retention"),
+        ("scenario", "backlog-cap"),
+        ("feed", "seed 0"),
+        ("worker", "uncapped"),
+        ("strategy", "random"),
+        ("checkers", "25 halting (all)"),
+    ] {
+        assert_eq!(header[key], wanted, "{header}");
+    }
+    let verdict_line = text
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("verdict:  "))
+        .expect("the text header has a verdict");
+    assert_eq!(header["verdict"], verdict_line, "{header}");
     let verdict: Value = serde_json::from_str(verdict).expect("the last line is the verdict");
+    assert_eq!(verdict["kind"], "verdict", "{verdict}");
     assert_eq!(verdict["verdict"], "term-cap", "{verdict}");
     assert_eq!(verdict["pass"], false, "{verdict}");
+    let mut clock_reads = 0;
     for line in events {
         let value: Value = serde_json::from_str(line)
             .unwrap_or_else(|err| panic!("not one JSON object per line ({err}): {line}"));
         let object = value.as_object().expect("each line is an object");
         for key in ["seq", "at_ms", "replica", "event", "text"] {
             assert!(object.contains_key(key), "no `{key}` in {line}");
+        }
+        assert_eq!(object["kind"], "event", "{line}");
+        // Clock values are relative to the run's start, as in the text trace.
+        if let Some(now_ms) = object["event"]["clock_read"]["now_ms"].as_i64() {
+            let shown = format!("clock reads {now_ms:+}ms");
+            assert_eq!(object["text"], shown, "{line}");
+            clock_reads += 1;
+        }
+        if let Some(cutoff_ms) =
+            object["event"]["call"]["request"]["delete"]["older_than_ms"].as_i64()
+        {
+            let shown = format!("older_than={cutoff_ms:+}ms");
+            let text = object["text"].as_str().expect("text is a string");
+            assert!(text.contains(&shown), "{line}");
         }
         let seq = object["seq"].as_u64().expect("seq is a number");
         assert!(
@@ -1473,6 +1544,7 @@ fn replay_format_json_prints_one_event_object_per_line() {
         previous = Some(seq);
         count += 1;
     }
+    assert!(clock_reads > 0, "no clock read to compare:\n{}", out.stdout);
     assert!(
         text.stdout
             .contains(&format!("\n{count} events; verdict: ")),
@@ -1602,4 +1674,279 @@ fn a_scenario_file_must_name_a_known_system() {
         ],
     );
     assert_refused(dir.path(), &replay("typed.toml"), &["typed.toml:2:10"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. counts, seed ranges, required scenarios and choices files that do not fit
+
+#[test]
+fn zero_counts_are_refused_not_run() {
+    let dir = tempdir();
+    let fuzz = [
+        "fuzz",
+        "--scenario",
+        "steady",
+        "--seeds",
+        "0",
+        "--no-failure-db",
+        "--jobs",
+        "1",
+    ];
+    let zero = ["invalid value '0'", "a count of 0 would run nothing"];
+    let out = assert_refused(dir.path(), &fuzz, &zero);
+    assert!(out.stderr.contains("--seeds"), "{}", out.dump());
+    for flag in ["--ranges", "--max-seeds"] {
+        let args = [
+            "detect",
+            "--worker",
+            "stale-release",
+            "--jobs",
+            "1",
+            flag,
+            "0",
+        ];
+        let out = assert_refused(dir.path(), &args, &zero);
+        assert!(out.stderr.contains(flag), "{}", out.dump());
+        assert!(!out.stderr.contains("NaN"), "{}", out.dump());
+    }
+    let shrink = [
+        "shrink",
+        "--scenario",
+        "steady",
+        "--seed",
+        "0",
+        "--budget",
+        "0",
+    ];
+    assert_refused(dir.path(), &shrink, &zero);
+    // Ranges start a million seeds apart: a longer range would overlap the next one.
+    let overlapping = [
+        "detect",
+        "--worker",
+        "stale-release",
+        "--jobs",
+        "1",
+        "--max-seeds",
+        "1000001",
+    ];
+    assert_refused(
+        dir.path(),
+        &overlapping,
+        &["--max-seeds", "would overlap the next range"],
+    );
+}
+
+#[test]
+fn a_seed_range_past_the_last_seed_is_refused_not_wrapped() {
+    let dir = tempdir();
+    let fuzz = |seeds: &'static str| {
+        [
+            "fuzz",
+            "--scenario",
+            "steady",
+            "--start-seed",
+            "0xFFFFFFFFFFFFFFFE",
+            "--seeds",
+            seeds,
+            "--no-failure-db",
+            "--jobs",
+            "1",
+            "--json",
+        ]
+    };
+    assert_refused(
+        dir.path(),
+        &fuzz("3"),
+        &[
+            "invalid value `3` for --seeds",
+            "only 2 seed(s) remain",
+            "do not wrap around to 0",
+        ],
+    );
+    // The last two seeds themselves run.
+    let out = leasesim(dir.path(), &fuzz("2"));
+    assert_eq!(out.code, 0, "{}", out.dump());
+    assert_eq!(json(&out)["scenarios"][0]["seeds"], 2, "{}", out.dump());
+}
+
+#[test]
+fn replay_and_shrink_require_a_scenario_and_do_not_claim_a_default() {
+    let dir = tempdir();
+    for command in ["replay", "shrink"] {
+        let out = assert_refused(
+            dir.path(),
+            &[command, "--seed", "0"],
+            &["required", "--scenario <SCENARIO>"],
+        );
+        assert!(!out.stderr.contains("'all'"), "{}", out.dump());
+        let help = leasesim(dir.path(), &[command, "--help"]);
+        assert_eq!(help.code, 0, "{}", help.dump());
+        let line = help
+            .stdout
+            .lines()
+            .find(|line| line.trim_start().starts_with("--scenario"))
+            .unwrap_or_else(|| panic!("no --scenario in {command} --help:\n{}", help.stdout));
+        assert!(!line.contains("[default"), "{command} --help: {line}");
+    }
+    // fuzz keeps its default of every builtin scenario.
+    let help = leasesim(dir.path(), &["fuzz", "--help"]);
+    assert!(help.stdout.contains("[default: all]"), "{}", help.dump());
+}
+
+#[test]
+fn list_help_says_what_list_prints() {
+    let dir = tempdir();
+    let help = leasesim(dir.path(), &["list", "--help"]);
+    assert_eq!(help.code, 0, "{}", help.dump());
+    for piece in [
+        "description",
+        "defective worker",
+        "the invariants that catch it",
+        "when it holds",
+        "sometimes",
+        "\"caught_by\"",
+    ] {
+        assert!(
+            help.stdout.contains(piece),
+            "lacks `{piece}`:\n{}",
+            help.stdout
+        );
+    }
+}
+
+#[test]
+fn an_empty_choices_file_is_refused() {
+    let dir = tempdir();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write("empty.choices", "");
+    write(
+        "header-only.choices",
+        "# leasesim choices v2\n# scenario: steady\n# worker: correct\n",
+    );
+    for file in ["empty.choices", "header-only.choices"] {
+        assert_refused(
+            dir.path(),
+            &["replay", "--scenario", "steady", "--choices", file],
+            &[file, "holds no choices"],
+        );
+    }
+}
+
+#[test]
+fn a_choices_file_of_another_scenario_or_worker_is_refused_unless_forced() {
+    let dir = tempdir();
+    shrink_into(dir.path(), "stale-release", "slow-deletes", "0");
+    let file = "min.choices";
+    let replay = |scenario: &'static str, worker: &'static str, force: bool| {
+        let mut args = vec![
+            "replay",
+            "--scenario",
+            scenario,
+            "--worker",
+            worker,
+            "--choices",
+            file,
+        ];
+        if force {
+            args.push("--force");
+        }
+        leasesim(dir.path(), &args)
+    };
+    let wanted = |out: &Output, pieces: &[&str]| {
+        for piece in pieces {
+            assert!(
+                out.stderr.contains(piece),
+                "lacks `{piece}`\n{}",
+                out.dump()
+            );
+        }
+    };
+    let worker = replay("slow-deletes", "correct", false);
+    assert_eq!(worker.code, 2, "{}", worker.dump());
+    assert!(worker.stdout.is_empty(), "{}", worker.dump());
+    wanted(
+        &worker,
+        &[
+            "was recorded with worker stale-release",
+            "this replay runs worker correct",
+            "--force",
+        ],
+    );
+    let scenario = replay("steady", "stale-release", false);
+    assert_eq!(scenario.code, 2, "{}", scenario.dump());
+    wanted(&scenario, &["was recorded with scenario slow-deletes"]);
+    // With --force the fixed worker replays the old counterexample, and is told it differs.
+    let forced = replay("slow-deletes", "correct", true);
+    assert_eq!(forced.code, 0, "{}", forced.dump());
+    wanted(
+        &forced,
+        &[
+            "warning:",
+            "was recorded with worker stale-release",
+            "(--force)",
+        ],
+    );
+    // What it was recorded for replays without a word.
+    let same = replay("slow-deletes", "stale-release", false);
+    assert_eq!(same.code, 1, "{}", same.dump());
+    assert!(!same.stderr.contains("warning"), "{}", same.dump());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 11. scenario values a run cannot do are refused, not blamed on the worker
+
+#[test]
+fn scenario_values_no_run_can_do_are_refused_before_any_seed() {
+    let dir = tempdir();
+    let write = |name: &str, body: &str| {
+        let text = format!("description = \"x\"\nsystem = \"retention\"\n{body}\n");
+        std::fs::write(dir.path().join(name), text).unwrap();
+    };
+    write("forever.toml", "duration_ms = 1_000_000_000_000");
+    write("zero.toml", "duration_ms = 0");
+    write("rows.toml", "[store]\nrows = 1_000_000_000");
+    write("typed.toml", "replicas = \"three\"");
+    let fuzz = |file: &'static str| {
+        [
+            "fuzz",
+            "--scenario",
+            file,
+            "--seeds",
+            "1",
+            "--jobs",
+            "1",
+            "--no-failure-db",
+        ]
+    };
+    let out = assert_refused(
+        dir.path(),
+        &fuzz("forever.toml"),
+        &[
+            "forever.toml:3:15",
+            "`duration_ms` must be a whole number from 1 to 3600000, got 1000000000000",
+        ],
+    );
+    assert!(!out.stderr.contains("fuzz forever"), "{}", out.dump());
+    assert_refused(
+        dir.path(),
+        &fuzz("zero.toml"),
+        &["zero.toml:3:15: `duration_ms` must be a whole number from 1 to 3600000, got 0"],
+    );
+    assert_refused(
+        dir.path(),
+        &fuzz("rows.toml"),
+        &[
+            "rows.toml:4:8: `store.rows` (1000000000) leaves a backlog no run can drain",
+            "set `drain = false`",
+        ],
+    );
+    let out = assert_refused(
+        dir.path(),
+        &["replay", "--scenario", "typed.toml", "--seed", "0"],
+        &[
+            "typed.toml:3:12: `replicas`: invalid type: string \"three\"",
+            "expected a whole number from 1 to 64",
+        ],
+    );
+    assert!(!out.stderr.contains("u16"), "{}", out.dump());
 }

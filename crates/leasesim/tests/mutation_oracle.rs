@@ -6,7 +6,7 @@
 //! score. `LEASESIM_ORACLE_SEEDS` sets the seeds per scenario and strategy (default 200).
 
 use leasesim::Strategy;
-use leasesim::catalog::builtin_names;
+use leasesim::catalog::builtin_names_of;
 
 #[test]
 #[ignore = "the oracle of `cargo mutants` (README: mutation testing)"]
@@ -16,7 +16,7 @@ fn the_campaign_finds_no_failure_in_the_production_worker() {
         .and_then(|text| text.parse().ok())
         .unwrap_or(200);
     for strategy in [Strategy::Random, Strategy::Pct { depth: 3 }] {
-        for name in builtin_names() {
+        for name in builtin_names_of("retention") {
             leasesim::check(name, leasesim::correct_worker_of)
                 .strategy(strategy)
                 .seeds(seeds);

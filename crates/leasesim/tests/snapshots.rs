@@ -50,7 +50,9 @@ fn every_scenario_with_the_correct_worker() {
 
 /// Each defective worker, the scenario and seed its counterexample is shrunk from, and the
 /// most events the shrunk trace may have (25, the issue-11 target; `leftover-release` needs a
-/// second replica whose deletes keep its lease while the first one's next term begins).
+/// second replica whose deletes keep its lease while the first one's next term begins;
+/// `tokenless-release` needs a batch whose first transitions outlast the claim, so that
+/// another worker claims the rest before the first one releases them).
 const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("naive", "steady", 0, 25),
     ("interval-renewal", "renewal-reorder", 0, 25),
@@ -66,6 +68,20 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("leftover-release", "slow-deletes", 0, 26),
     ("stale-renewal", "exact-token-renewal", 0, 25),
     ("whole-batches", "odd-batches", 0, 25),
+    ("plain-delete", "holder-long-jobs", 0, 45),
+    ("read-then-delete", "holder-slow-release", 1, 25),
+    ("fixed-token", "holder-long-jobs", 0, 25),
+    ("side-key", "holder-slow-release", 0, 25),
+    ("swallowed-release", "holder-long-jobs", 0, 25),
+    ("long-lifetime", "holder-long-jobs", 0, 25),
+    // reservations (seed 002)
+    ("unguarded-expire", "expiry-consume-race", 0, 25),
+    ("read-then-write-claim", "expiry-claim-takeover", 0, 25),
+    ("tokenless-release", "expiry-claim-takeover", 0, 35),
+    ("retry-everything", "expiry-consume-race", 0, 25),
+    ("worker-clock-now", "expiry-clock-skew", 0, 25),
+    ("token-per-worker", "expiry-steady", 0, 25),
+    ("release-skipped-on-error", "expiry-transient-errors", 0, 25),
 ];
 
 /// The CLI's default budget, so a snapshot shows what `leasesim shrink` prints.

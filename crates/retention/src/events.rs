@@ -13,7 +13,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::mem;
 
-use leasesim_events::{NetFailure, OpSet, Vocabulary};
+use leasesim_events::{NetFailure, OpSet, Vocabulary, relative_clock, relative_clock_opt};
 
 pub use leasesim_events::{ClockMs, EPOCH_MS, Flow, Phase, ReplicaId, Stamped};
 use serde::Serialize;
@@ -22,6 +22,8 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct LeaseView {
     pub token: u64,
+    /// A clock value (serialized relative to the epoch, as traces show it).
+    #[serde(serialize_with = "relative_clock")]
     pub expires_at_ms: u64,
 }
 
@@ -65,6 +67,7 @@ pub enum Request {
         lease: LeaseView,
     },
     Delete {
+        #[serde(serialize_with = "relative_clock")]
         older_than_ms: u64,
         limit: u32,
         token: u64,
@@ -115,6 +118,7 @@ pub enum Applied {
         rows: u32,
         token_current: bool,
         current_token: Option<u64>,
+        #[serde(serialize_with = "relative_clock_opt")]
         newest_created_ms: Option<u64>,
         #[serde(skip_serializing_if = "is_zero")]
         held_back: u32,
@@ -258,6 +262,7 @@ pub enum Note {
     Revoked { token: u64 },
     /// Liveness check point: rows created before `eligible_before_ms` still in the store.
     Backlog {
+        #[serde(serialize_with = "relative_clock")]
         eligible_before_ms: u64,
         remaining: u64,
     },

@@ -12,6 +12,7 @@
 //! | [`ports`] | the worker's ports on the simulated world, `WorkerUnderTest`, the factories |
 //! | [`driver`] | a replica's loop calling `run()`, the authority's revocations, the backlog check |
 //! | [`settings`] | the system's scenario keys, and what a swarm run draws from them |
+//! | [`bounds`] | the checks across keys that refuse a scenario no correct worker could pass |
 //! | [`checkers`] | one checker per invariant, the "sometimes" situations, the contract audit |
 //! | [`defects`] | the defective workers, each the correct engine with one defect |
 //! | [`render`] | how its events read in a trace |
@@ -20,6 +21,7 @@
 //! and depends only on `futures` and its ports.
 
 pub mod authority;
+pub mod bounds;
 pub mod checkers;
 pub mod defects;
 pub mod driver;
@@ -109,6 +111,10 @@ impl System for Retention {
 
     fn settings(part: SystemPart<'_>) -> Result<settings::Settings, ScenarioError> {
         settings::parse(part)
+    }
+
+    fn check_scenario(scenario: &Scenario) -> Result<(), (&'static str, String)> {
+        bounds::check(scenario)
     }
 
     fn draw(scenario: &Scenario, env: &dyn Env<Self>, scale: &Scale<'_>) -> settings::Drawn {

@@ -110,19 +110,196 @@ fn range_with_min_above_max_is_refused_at_the_value() {
 fn zero_replicas_is_refused_at_the_value() {
     let err = error_of("description = \"x\"\nsystem = \"retention\"\nreplicas = 0\n");
     assert!(err.starts_with("bad.toml:3:12: "), "{err}");
-    assert!(err.contains("replicas must be 1..=64, got 0"), "{err}");
+    assert!(
+        err.contains("`replicas` must be a whole number from 1 to 64, got 0"),
+        "{err}"
+    );
 }
 
 #[test]
-fn wrong_type_is_refused_at_the_value() {
+fn wrong_type_is_refused_at_the_value_with_the_range_in_words() {
     let err = error_of("description = \"x\"\nsystem = \"retention\"\nduration_ms = \"long\"\n");
-    assert!(err.starts_with("bad.toml:3:15: "), "{err}");
+    assert!(err.starts_with("bad.toml:3:15: `duration_ms`: "), "{err}");
+    assert!(
+        err.ends_with("expected a whole number from 1 to 3600000"),
+        "{err}"
+    );
+    // No Rust type leaks into a message, whatever the key's type.
+    for (line, key) in [
+        ("replicas = \"three\"", "replicas"),
+        ("replicas = -1", "replicas"),
+        ("[worker]\nbatch_rows = 1.5", "worker.batch_rows"),
+        ("[store]\nrows = -3", "store.rows"),
+        ("[store]\ncreated_to_ms = \"now\"", "store.created_to_ms"),
+        ("[latency]\ndelete = [-1, 5]", "latency.delete"),
+        ("[clocks]\noffset_ms = [\"a\", 1]", "clocks.offset_ms"),
+        ("[faults.reject]\nrenew = \"often\"", "faults.reject.renew"),
+    ] {
+        let err = error_of(&format!(
+            "description = \"x\"\nsystem = \"retention\"\n{line}\n"
+        ));
+        assert!(err.contains(&format!("`{key}`")), "{line}: {err}");
+        for rust_type in ["u16", "u32", "u64", "i64", "f64"] {
+            assert!(!err.contains(rust_type), "{line}: {err}");
+        }
+    }
 }
 
 #[test]
-fn zero_duration_is_refused() {
+fn zero_duration_is_refused_naming_the_key() {
     let err = error_of("description = \"x\"\nsystem = \"retention\"\nduration_ms = 0\n");
-    assert!(err.contains("must be greater than zero"), "{err}");
+    assert_eq!(
+        err,
+        "bad.toml:3:15: `duration_ms` must be a whole number from 1 to 3600000, got 0"
+    );
+}
+
+/// Every key's bound: a value just past it is refused at the value, naming the key and the
+/// range; the bound itself loads.
+#[test]
+fn every_key_is_bounded_by_what_a_run_can_do() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("duration_ms = {}", "3_600_000", "3_600_001"),
+        ("liveness_ms = {}", "3_600_000", "3_600_001"),
+        ("stop_bound_ms = {}", "3_600_000", "3_600_001"),
+        ("term_bound_ms = {}", "3_600_000", "3_600_001"),
+        ("replicas = {}", "64", "65"),
+        (
+            "[schedule]\nrun_every_ms = [1, {}]",
+            "3_600_000",
+            "3_600_001",
+        ),
+        // A latency may be an hour, but a correct term could not keep any term bound then.
+        (
+            "term_bound_ms = 3_600_000\nstop_bound_ms = 3_600_000\n[latency]\nrenew = [1, {}]",
+            "1_700_000",
+            "3_600_001",
+        ),
+        ("[faults]\ntimeout_ms = {}", "3_600_000", "3_600_001"),
+        ("[faults.pause]\nevery_ms = [{}, 5]", "1", "0"),
+        (
+            "[faults.pause]\nduration_ms = [1, {}]",
+            "3_600_000",
+            "3_600_001",
+        ),
+        ("[faults.revoke]\nevery_ms = [{}, 5]", "1", "0"),
+        ("[clocks.jump]\nevery_ms = [{}, 5]", "1", "0"),
+        (
+            "[clocks.jump]\nby_ms = [{}, 0]",
+            "-86_400_000",
+            "-86_400_001",
+        ),
+        ("[clocks]\noffset_ms = [0, {}]", "86_400_000", "86_400_001"),
+        ("[clocks]\ndrift_ppm = [{}, 0]", "-500_000", "-500_001"),
+        ("[stop]\ndelay_ms = [0, {}]", "3_600_000", "3_600_001"),
+        ("[lease]\nttl_ms = {}", "3_600_000", "3_600_001"),
+        (
+            "[worker]\nretention_ms = {}",
+            "1_000_000_000",
+            "1_000_000_001",
+        ),
+        // One batch of the whole cap: a correct term sends a single delete.
+        (
+            "[worker]\nbatch_rows = {}\ncap_rows = {}",
+            "4_294_967_295",
+            "4_294_967_296",
+        ),
+        (
+            "drain = false\n[store]\nrows = {}",
+            "1_000_000_000",
+            "1_000_000_001",
+        ),
+        (
+            "[store]\ncreated_from_ms = {}",
+            "-1_000_000_000",
+            "-1_000_000_001",
+        ),
+    ];
+    for (template, fits, too_far) in cases {
+        let text = |value: &str| {
+            let body = template.replace("{}", value);
+            format!("description = \"x\"\nsystem = \"retention\"\n{body}\n")
+        };
+        parse_scenario("ok", "ok.toml", &text(fits))
+            .unwrap_or_else(|err| panic!("{template} with {fits} is within its bound: {err}"));
+        let err = error_of(&text(too_far));
+        assert!(
+            err.contains("must be a whole number from"),
+            "{template} with {too_far}: {err}"
+        );
+        let shown = too_far.replace('_', "");
+        assert!(err.ends_with(&format!("got {shown}")), "{err}");
+    }
+}
+
+#[test]
+fn a_backlog_no_run_can_drain_is_refused_at_the_rows() {
+    let text = "description = \"x\"\nsystem = \"retention\"\n[store]\nrows = 1_000_000_000\n";
+    let err = error_of(text);
+    assert!(
+        err.starts_with(
+            "bad.toml:4:8: `store.rows` (1000000000) leaves a backlog no run can drain"
+        ),
+        "{err}"
+    );
+    for piece in [
+        "at least 600000000 rows are eligible when faults heal at t=60000ms",
+        "3 replicas can delete at most 1767000 by the end of the liveness phase",
+        "set `drain = false`",
+    ] {
+        assert!(err.contains(piece), "`{piece}` missing: {err}");
+    }
+    // Without the drain the same rows are a valid (if pointless) backlog.
+    let undrained = text.replace("[store]", "drain = false\n[store]");
+    assert!(parse_scenario("ok", "ok.toml", &undrained).is_ok());
+    // The bound is an upper one: a backlog that fits loads.
+    let fits = text.replace("1_000_000_000", "1_000_000");
+    assert!(parse_scenario("ok", "ok.toml", &fits).is_ok());
+}
+
+#[test]
+fn bounds_no_correct_worker_can_keep_are_refused_at_their_key() {
+    let err = |body: &str| {
+        error_of(&format!(
+            "description = \"x\"\nsystem = \"retention\"\n{body}\n"
+        ))
+    };
+    let term = err("term_bound_ms = 1_000\n[latency]\ndelete = [1, 200]");
+    assert!(
+        term.starts_with("bad.toml:3:17: `term_bound_ms` (1000 ms) is shorter than a correct term"),
+        "{term}"
+    );
+    assert!(
+        term.contains(
+            "2030 ms: 2030 ms of round trips at the highest latencies (acquire, 5 deletes"
+        ),
+        "{term}"
+    );
+    // A pause still running and a lost reply's timeout count too (here 2030 + 600 + 6000).
+    let faults = err(
+        "term_bound_ms = 8_000\n[latency]\ndelete = [1, 200]\n[faults]\ntimeout_ms = 600\n\
+         [faults.reply_lost]\ndelete = 0.1\n[faults.pause]\nprobability = 0.1",
+    );
+    assert!(faults.contains("8630 ms"), "{faults}");
+    let stop = err("stop_bound_ms = 50\n[latency]\nrenew = [1, 30]");
+    assert!(
+        stop.starts_with("bad.toml:3:17: `stop_bound_ms` (50 ms) is shorter than a correct stop()"),
+        "{stop}"
+    );
+    assert!(stop.contains("raise it to at least 70"), "{stop}");
+    let spin = err("[schedule]\nrun_every_ms = [0, 10]\n[latency]\nacquire = [0, 5]");
+    assert!(
+        spin.starts_with("bad.toml:4:16: `schedule.run_every_ms` starts at 0 ms"),
+        "{spin}"
+    );
+    // Either minimum above zero is enough.
+    for body in [
+        "[schedule]\nrun_every_ms = [1, 10]\n[latency]\nacquire = [0, 5]",
+        "[schedule]\nrun_every_ms = [0, 10]",
+    ] {
+        let text = format!("description = \"x\"\nsystem = \"retention\"\n{body}\n");
+        assert!(parse_scenario("ok", "ok.toml", &text).is_ok(), "{body}");
+    }
 }
 
 #[test]

@@ -47,6 +47,9 @@ const SHARED_FAULT_KEYS: &[&str] = &["reject", "reply_lost", "timeout_ms", "paus
 /// Upper bound on replicas (owner ids and per-replica state stay small).
 pub const MAX_REPLICAS: u16 = 64;
 
+/// A number of replicas: 1 to [`MAX_REPLICAS`].
+pub type ReplicaCount = Whole<1, { MAX_REPLICAS as u64 }>;
+
 /// One value per operation of a system. A key left out takes the default of its kind:
 /// probability 0, latency `[1, 5]` ms.
 #[derive(Clone, Debug, PartialEq)]
@@ -150,7 +153,7 @@ pub struct FaultSection {
     /// Probability a reply is lost after the request was applied, per operation.
     pub reply_lost: PerOp<Probability>,
     /// When a reply is lost, the caller's error arrives this long after it sent the request.
-    pub timeout_ms: Positive,
+    pub timeout_ms: SpanMs,
     pub pause: PauseSection,
 }
 
@@ -216,7 +219,7 @@ impl SystemPart<'_> {
     pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, ScenarioError> {
         let value = Spanned::new(self.table.span(), self.table.get_ref().clone());
         T::deserialize(serde::de::IntoDeserializer::into_deserializer(value))
-            .map_err(|err| self.error_at(err.span().unwrap_or(0..0), err.message().trim()))
+            .map_err(|err| keyed_error(self.source, self.text, err.span(), err.message()))
     }
 
     /// An error at byte `span` of the file.
@@ -230,6 +233,70 @@ fn error_at(source: &str, text: &str, span: Range<usize>, message: &str) -> Scen
         location: Location::at(source, text, span.start),
         message: message.to_string(),
     }
+}
+
+/// A value's error at byte `span`, its message led by the dotted key it is the value of
+/// (`` `duration_ms` must be ...``), so it names the key as well as the place.
+fn keyed_error(
+    source: &str,
+    text: &str,
+    span: Option<Range<usize>>,
+    message: &str,
+) -> ScenarioError {
+    let span = span.unwrap_or(0..0);
+    let message = message.trim();
+    let message = match key_at(text, span.start) {
+        Some(key) if message.starts_with("must ") => format!("`{key}` {message}"),
+        Some(key) => format!("`{key}`: {message}"),
+        None => message.to_string(),
+    };
+    error_at(source, text, span, &message)
+}
+
+/// The dotted key whose value holds byte `offset` (the innermost: `latency.delete`, not
+/// `latency`); `None` outside every value.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let root = DeTable::parse(text).ok()?;
+    let mut path = Vec::new();
+    key_in(root.get_ref(), offset, &mut path).then(|| path.join("."))
+}
+
+fn key_in(table: &DeTable<'_>, offset: usize, path: &mut Vec<String>) -> bool {
+    for (key, value) in table {
+        path.push(key.get_ref().to_string());
+        // A table's keys may lie outside its own span (`[worker]` then its lines): look inside
+        // first.
+        if let DeValue::Table(inner) = value.get_ref()
+            && key_in(inner, offset, path)
+        {
+            return true;
+        }
+        let span = value.span();
+        if span.contains(&offset) || (span.is_empty() && span.start == offset) {
+            return true;
+        }
+        path.pop();
+    }
+    false
+}
+
+/// An error about dotted `key` as a whole (a bound across keys), at its value when the file
+/// writes it, else at the nearest table of it the file writes, else at the file's start.
+fn key_error(source: &str, text: &str, key: &str, message: &str) -> ScenarioError {
+    let offset = DeTable::parse(text).ok().map_or(0, |root| {
+        let mut table = root.get_ref();
+        let mut offset = 0;
+        for part in key.split('.') {
+            let Some(value) = table.get(part) else { break };
+            offset = value.span().start;
+            match value.get_ref() {
+                DeValue::Table(inner) => table = inner,
+                _ => break,
+            }
+        }
+        offset
+    });
+    error_at(source, text, offset..offset, &format!("`{key}` {message}"))
 }
 
 /// The file's `system` value and where it is written: which system's loader to use.
@@ -272,13 +339,13 @@ struct SharedFile {
     description: String,
     system: String,
     #[serde(default = "defaults::replicas")]
-    replicas: Spanned<u16>,
+    replicas: ReplicaCount,
     #[serde(default = "defaults::duration_ms")]
-    duration_ms: Positive,
+    duration_ms: SpanMs,
     #[serde(default = "defaults::liveness_ms")]
-    liveness_ms: Positive,
+    liveness_ms: SpanMs,
     #[serde(default = "defaults::bound_ms")]
-    stop_bound_ms: Positive,
+    stop_bound_ms: SpanMs,
     #[serde(default)]
     swarm: bool,
     #[serde(default)]
@@ -306,7 +373,7 @@ struct SharedFaults {
     #[serde(default)]
     reply_lost: Option<Spanned<OpTable<Probability>>>,
     #[serde(default = "defaults::timeout_ms")]
-    timeout_ms: Positive,
+    timeout_ms: SpanMs,
     #[serde(default)]
     pause: PauseSection,
 }
@@ -326,7 +393,7 @@ impl Default for SharedFaults {
 #[serde(default, deny_unknown_fields)]
 struct StopFile {
     at: Spanned<String>,
-    replicas: u16,
+    replicas: ReplicaCount,
     window_ms: MsRange,
     delay_ms: MsRange,
 }
@@ -335,7 +402,7 @@ impl Default for StopFile {
     fn default() -> Self {
         StopFile {
             at: Spanned::new(0..0, "none".to_string()),
-            replicas: 1,
+            replicas: ReplicaCount::new(1),
             window_ms: MsRange::new(0, 30_000),
             delay_ms: MsRange::new(0, 0),
         }
@@ -343,27 +410,26 @@ impl Default for StopFile {
 }
 
 mod defaults {
-    use super::Positive;
-    use toml::Spanned;
+    use super::{ReplicaCount, SpanMs};
 
-    pub fn replicas() -> Spanned<u16> {
-        Spanned::new(0..0, 3)
+    pub fn replicas() -> ReplicaCount {
+        ReplicaCount::new(3)
     }
 
-    pub fn duration_ms() -> Positive {
-        Positive::new(60_000)
+    pub fn duration_ms() -> SpanMs {
+        SpanMs::new(60_000)
     }
 
-    pub fn liveness_ms() -> Positive {
-        Positive::new(60_000)
+    pub fn liveness_ms() -> SpanMs {
+        SpanMs::new(60_000)
     }
 
-    pub fn bound_ms() -> Positive {
-        Positive::new(20_000)
+    pub fn bound_ms() -> SpanMs {
+        SpanMs::new(20_000)
     }
 
-    pub fn timeout_ms() -> Positive {
-        Positive::new(1_000)
+    pub fn timeout_ms() -> SpanMs {
+        SpanMs::new(1_000)
     }
 }
 
@@ -462,14 +528,7 @@ pub fn parse_scenario<S: System>(
     let shared_value = Spanned::new(span.clone(), DeValue::Table(parts.shared));
     let file =
         SharedFile::deserialize(serde::de::IntoDeserializer::into_deserializer(shared_value))
-            .map_err(|err| {
-                error_at(
-                    source,
-                    text,
-                    err.span().unwrap_or(0..0),
-                    err.message().trim(),
-                )
-            })?;
+            .map_err(|err| keyed_error(source, text, err.span(), err.message()))?;
     if file.system != S::NAME {
         let message = format!(
             "this file is a `{}` scenario, not `{}`",
@@ -479,7 +538,7 @@ pub fn parse_scenario<S: System>(
         return Err(error_at(source, text, 0..0, &message));
     }
     let ctx = Context { source, text };
-    let replicas = ctx.replicas(&file.replicas)?;
+    let replicas = file.replicas.get() as u16;
     let part = SystemPart {
         table: Spanned::new(span, DeValue::Table(parts.system)),
         source,
@@ -500,7 +559,7 @@ pub fn parse_scenario<S: System>(
         timeout_ms: file.faults.timeout_ms,
         pause: file.faults.pause,
     };
-    Ok(Scenario {
+    let scenario = Scenario {
         name: name.to_string(),
         source: source.to_string(),
         text: text.to_string(),
@@ -517,7 +576,10 @@ pub fn parse_scenario<S: System>(
         clocks: file.clocks,
         stop,
         settings,
-    })
+    };
+    S::check_scenario(&scenario)
+        .map_err(|(key, message)| key_error(source, text, key, &message))?;
+    Ok(scenario)
 }
 
 /// Reads and checks a scenario file of system `S`; its name is the file stem.
@@ -558,15 +620,6 @@ struct Context<'a> {
 impl Context<'_> {
     fn error(&self, span: Range<usize>, message: &str) -> ScenarioError {
         error_at(self.source, self.text, span, message)
-    }
-
-    fn replicas(&self, replicas: &Spanned<u16>) -> Result<u16, ScenarioError> {
-        let count = *replicas.get_ref();
-        if !(1..=MAX_REPLICAS).contains(&count) {
-            let message = format!("replicas must be 1..={MAX_REPLICAS}, got {count}");
-            return Err(self.error(replicas.span(), &message));
-        }
-        Ok(count)
     }
 
     /// A per-operation table: every key must be one of the system's operations.
@@ -610,10 +663,10 @@ impl Context<'_> {
             );
             return Err(self.error(file.at.span(), &message));
         };
-        if at != StopAt::None && !(1..=replicas).contains(&file.replicas) {
+        let stopped = file.replicas.get();
+        if at != StopAt::None && stopped > u64::from(replicas) {
             let message = format!(
-                "[stop]: replicas must be 1..={replicas}, got {}",
-                file.replicas
+                "[stop]: replicas must be 1..={replicas} (the scenario's replicas), got {stopped}"
             );
             return Err(self.error(span, &message));
         }
@@ -626,7 +679,7 @@ impl Context<'_> {
         }
         Ok(StopSection {
             at,
-            replicas: file.replicas,
+            replicas: stopped as u16,
             window_ms: file.window_ms,
             delay_ms: file.delay_ms,
         })

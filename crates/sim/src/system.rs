@@ -70,6 +70,14 @@ pub trait System: Judged + Sized {
     /// Checks the system's part of a scenario file.
     fn settings(part: SystemPart<'_>) -> Result<Self::Settings, crate::ScenarioError>;
 
+    /// Checks the whole scenario, once every key is read, for what its runs can do across
+    /// keys (e.g. a backlog no worker could drain in time, a bound no correct term can keep):
+    /// bad input is refused here, never reported later as the worker's failure. An error is
+    /// `(dotted key to blame, message)`; the message follows the key (`` `store.rows` ...``).
+    fn check_scenario(_scenario: &Scenario<Self>) -> Result<(), (&'static str, String)> {
+        Ok(())
+    }
+
     /// Draws the system's part of one run's profile (after the shared draws). `scale` switches
     /// and scales a fault probability as swarm does (a no-op without swarm).
     fn draw(scenario: &Scenario<Self>, env: &dyn Env<Self>, scale: &Scale<'_>) -> Self::Drawn;

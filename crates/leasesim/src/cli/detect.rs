@@ -48,7 +48,31 @@ fn ranges_in_parallel(
     results
 }
 
+/// Refuses range counts whose ranges would overlap or run past the last seed.
+fn check_ranges(args: &DetectArgs) -> Result<(), UsageError> {
+    if args.max_seeds > RANGE_STRIDE {
+        return Err(UsageError::BadValue {
+            flag: "--max-seeds",
+            given: args.max_seeds.to_string(),
+            why: format!(
+                "ranges start {RANGE_STRIDE} seeds apart, so a range may run at most \
+                 {RANGE_STRIDE} seeds (more would overlap the next range)"
+            ),
+        });
+    }
+    let most = u64::MAX / RANGE_STRIDE;
+    if args.ranges > most {
+        return Err(UsageError::BadValue {
+            flag: "--ranges",
+            given: args.ranges.to_string(),
+            why: format!("at most {most} ranges of {RANGE_STRIDE} seeds fit below 2^64"),
+        });
+    }
+    Ok(())
+}
+
 pub fn detect_command(args: DetectArgs) -> Result<i32, UsageError> {
+    check_ranges(&args)?;
     if let Some(system) = &args.system {
         catalog::check_system(system)?;
     }
@@ -94,6 +118,15 @@ pub fn detect_command(args: DetectArgs) -> Result<i32, UsageError> {
     Ok(i32::from(missed))
 }
 
+/// A median as the table shows it: one decimal, or `-` when no range detected the worker (as
+/// for its maximum; never `NaN`).
+fn median_text(sorted: &[u64]) -> String {
+    match sorted.is_empty() {
+        true => "-".to_string(),
+        false => format!("{:.1}", median(sorted)),
+    }
+}
+
 /// Prints one table row; returns true when some range did not detect the worker.
 fn print_row(worker: &str, strategy: Strategy, results: &[RangeResult]) -> bool {
     let mut seeds: Vec<u64> = results
@@ -121,13 +154,24 @@ fn print_row(worker: &str, strategy: Strategy, results: &[RangeResult]) -> bool 
         String::new()
     };
     println!(
-        "| {worker} | {strategy} | {:.1} | {} | {:.1} | {} | {}/{} | {top}{stray_note} |",
-        median(&seeds),
+        "| {worker} | {strategy} | {} | {} | {} | {} | {}/{} | {top}{stray_note} |",
+        median_text(&seeds),
         seeds.last().map_or("-".into(), u64::to_string),
-        median(&runs),
+        median_text(&runs),
         runs.last().map_or("-".into(), u64::to_string),
         seeds.len(),
         results.len(),
     );
     seeds.len() < results.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_undetected_worker_shows_a_dash_not_nan() {
+        assert_eq!(median_text(&[]), "-");
+        assert_eq!(median_text(&[1, 2]), "1.5");
+    }
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use leasesim::catalog::{self, check_worker, replay_line, scenario_ref};
-use leasesim::error::{UsageError, parse_duration_ms, parse_seed, parse_shard};
+use leasesim::error::{UsageError, parse_count, parse_duration_ms, parse_seed, parse_shard};
 use leasesim::faildb::{self, Entry, FailureDb};
 use leasesim::fuzz::{
     Finding, Progress, ScenarioCampaign, ScenarioSummary, SeedPlan, run_campaign,
@@ -42,6 +42,12 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// List the systems, and each one's scenarios, workers, invariants and situations.
+    ///
+    /// Prints every system with its description; then, per system, its default scenarios
+    /// (the names `--scenario` takes, each with what it makes happen), its workers (`correct`
+    /// and every defective worker, each with its defect and the invariants that catch it),
+    /// its invariants (each with when it holds) and its "sometimes" situations (each with what
+    /// it is; a campaign flags the ones it never reached).
     List(ListArgs),
     /// Run many seeds and check every invariant.
     Fuzz(FuzzArgs),
@@ -60,7 +66,8 @@ struct ListArgs {
     /// Only this system.
     #[arg(long)]
     system: Option<String>,
-    /// Print JSON: `{"systems": [{"name", "scenarios", "workers", "invariants", "situations"}]}`.
+    /// Print JSON: `{"systems": [{"name", "description", "scenarios": [..], "workers":
+    /// [{"name", "defect", "caught_by": [..]}], "invariants": [..], "situations": [..]}]}`.
     #[arg(long)]
     json: bool,
 }
@@ -76,23 +83,22 @@ struct DetectArgs {
     /// Strategies to measure (repeatable).
     #[arg(long = "strategy", value_parser = parse_strategy, default_values = ["random", "pct:3"])]
     strategies: Vec<Strategy>,
-    /// Disjoint seed ranges per worker and strategy.
-    #[arg(long, default_value_t = 20)]
+    /// Disjoint seed ranges per worker and strategy (at least 1).
+    #[arg(long, default_value = "20", value_parser = parse_count)]
     ranges: u64,
-    /// Give up on a range after this many seeds.
-    #[arg(long, default_value_t = 200)]
+    /// Give up on a range after this many seeds (1 to 1,000,000: ranges start 1,000,000
+    /// seeds apart).
+    #[arg(long, default_value = "200", value_parser = parse_count)]
     max_seeds: u64,
     /// Parallel jobs (default: every core).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     jobs: Option<u64>,
 }
 
+/// What every run-making command takes besides its scenario.
 #[derive(Args, Debug)]
 struct Target {
-    /// A scenario name, a path to a scenario file (fuzz also takes `all`).
-    #[arg(long, default_value = "all")]
-    scenario: String,
-    /// Only this system's scenarios (`all` then means all of its builtins).
+    /// Only this system's scenarios (`--scenario all` then means all of its builtins).
     #[arg(long)]
     system: Option<String>,
     /// The worker: `correct` or a defective worker (see `leasesim list`).
@@ -105,10 +111,13 @@ struct Target {
 
 #[derive(Args, Debug)]
 struct FuzzArgs {
+    /// A builtin scenario's name, a path to a scenario file, or `all` (every builtin).
+    #[arg(long, default_value = "all")]
+    scenario: String,
     #[command(flatten)]
     target: Target,
-    /// Seeds per scenario.
-    #[arg(long, default_value_t = 1_000, conflicts_with = "duration")]
+    /// Seeds per scenario (at least 1).
+    #[arg(long, default_value = "1000", value_parser = parse_count, conflicts_with = "duration")]
     seeds: u64,
     /// Run for this long instead of a seed count (e.g. 90s, 10m, 2h), split across scenarios.
     #[arg(long, value_parser = parse_duration_ms)]
@@ -134,6 +143,9 @@ struct FuzzArgs {
     /// Neither replay nor record the failure database.
     #[arg(long)]
     no_failure_db: bool,
+    /// Only replay the failure database's entries of this campaign; run no new seeds.
+    #[arg(long, conflicts_with_all = ["seeds", "duration", "no_failure_db"])]
+    failures_only: bool,
     /// Wall-clock time one seed may take before the watchdog stops it as a hang (e.g. 30s).
     #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
     seed_timeout: u64,
@@ -147,6 +159,9 @@ enum Format {
 
 #[derive(Args, Debug)]
 struct ReplayArgs {
+    /// The scenario: a builtin scenario's name or a path to a scenario file.
+    #[arg(long)]
+    scenario: String,
     #[command(flatten)]
     target: Target,
     /// The seed to replay (decimal or 0x-hex).
@@ -155,6 +170,10 @@ struct ReplayArgs {
     /// Replay a recorded choices file (from `shrink`) instead of a seed.
     #[arg(long, conflicts_with = "seed")]
     choices: Option<String>,
+    /// Replay a choices file recorded for another scenario, worker or strategy (e.g. does the
+    /// fixed worker pass the old counterexample?). Without it such a file is refused.
+    #[arg(long, requires = "choices")]
+    force: bool,
     /// Output format of the trace.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -165,6 +184,9 @@ struct ReplayArgs {
 
 #[derive(Args, Debug)]
 struct ShrinkArgs {
+    /// The scenario: a builtin scenario's name or a path to a scenario file.
+    #[arg(long)]
+    scenario: String,
     #[command(flatten)]
     target: Target,
     /// The failing seed (decimal or 0x-hex).
@@ -173,8 +195,8 @@ struct ShrinkArgs {
     /// Where to save the shrunk choices (default: .leasesim/shrunk/SCENARIO-WORKER-SEED.choices).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// The most candidate runs to try.
-    #[arg(long, default_value_t = 20_000)]
+    /// The most candidate runs to try (at least 1).
+    #[arg(long, default_value = "20000", value_parser = parse_count)]
     budget: u64,
 }
 
@@ -229,19 +251,22 @@ fn list(args: ListArgs) -> Result<i32, UsageError> {
 
 /// The scenarios `--scenario` and `--system` name, kept to the systems `--worker` belongs to:
 /// `all` keeps the worker's systems' builtins; a named scenario of another system is an error.
-fn target_scenarios(target: &Target) -> Result<Vec<Arc<dyn AnyScenario>>, UsageError> {
+fn target_scenarios(
+    scenario: &str,
+    target: &Target,
+) -> Result<Vec<Arc<dyn AnyScenario>>, UsageError> {
     if let Some(system) = &target.system {
         catalog::check_system(system)?;
     }
     let worker = check_worker(&target.worker)?;
     let systems = catalog::systems_of_worker(&worker);
-    let found = catalog::resolve_in(&target.scenario, target.system.as_deref())?;
+    let found = catalog::resolve_in(scenario, target.system.as_deref())?;
     let mismatch = |why: String| UsageError::BadValue {
         flag: "--worker",
         given: worker.clone(),
         why,
     };
-    if target.scenario == "all" {
+    if scenario == "all" {
         let kept: Vec<_> = found
             .into_iter()
             .filter(|s| systems.contains(&s.system().name()))
@@ -268,15 +293,15 @@ fn target_scenarios(target: &Target) -> Result<Vec<Arc<dyn AnyScenario>>, UsageE
 }
 
 /// The one scenario a replay or shrink takes.
-fn single_scenario(target: &Target) -> Result<Arc<dyn AnyScenario>, UsageError> {
-    if target.scenario == "all" {
+fn single_scenario(scenario: &str, target: &Target) -> Result<Arc<dyn AnyScenario>, UsageError> {
+    if scenario == "all" {
         return Err(UsageError::BadValue {
             flag: "--scenario",
-            given: target.scenario.clone(),
+            given: scenario.to_string(),
             why: "this command takes one scenario".into(),
         });
     }
-    Ok(target_scenarios(target)?.remove(0))
+    Ok(target_scenarios(scenario, target)?.remove(0))
 }
 
 /// A runner of `worker` (checked against the scenario's system by `target_scenarios`).
@@ -286,8 +311,35 @@ fn runner_of(scenario: &dyn AnyScenario, worker: &str, strategy: Strategy) -> Bo
         .expect("target_scenarios checked the worker against the scenario's system")
 }
 
+/// Refuses a seed range that runs past the last seed (`2^64 - 1`): seeds never wrap to 0.
+fn check_seed_range(args: &FuzzArgs) -> Result<(), UsageError> {
+    if args.duration.is_some() || args.failures_only {
+        // A timed campaign stops at the last seed (see `fuzz::seeds_left`); a replay of the
+        // failure database runs no new seed.
+        return Ok(());
+    }
+    if args
+        .start_seed
+        .checked_add(args.seeds.saturating_sub(1))
+        .is_none()
+    {
+        let left = leasesim::fuzz::seeds_left(args.start_seed);
+        return Err(UsageError::BadValue {
+            flag: "--seeds",
+            given: args.seeds.to_string(),
+            why: format!(
+                "from --start-seed {:#x} only {left} seed(s) remain before the last seed \
+                 0xffffffffffffffff, and seeds do not wrap around to 0",
+                args.start_seed
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
-    let scenarios = target_scenarios(&args.target)?;
+    check_seed_range(&args)?;
+    let scenarios = target_scenarios(&args.scenario, &args.target)?;
     let worker = args.target.worker.clone();
     let mut db = if args.no_failure_db {
         None
@@ -308,6 +360,14 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         Some(db) => replay_regressions(db, &scenarios, &worker, strategy),
         None => Vec::new(),
     };
+    if args.failures_only && regressions.is_empty() {
+        // Said out loud: an empty regression set checks nothing.
+        eprintln!(
+            "note: {} records no failure of this campaign's scenarios, worker and strategy: \
+             nothing was replayed",
+            args.failures.display()
+        );
+    }
     let mut summaries = Vec::new();
     for (index, scenario) in scenarios.iter().enumerate() {
         let campaign = ScenarioCampaign {
@@ -325,10 +385,9 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
     report_findings(
         &summaries,
         &regressions,
-        &worker,
-        strategy,
+        (&worker, strategy),
         &scenarios,
-        args.json,
+        args.json.then(|| seed_range_json(&args)),
     );
     let failed =
         summaries.iter().any(|s| s.failed_seeds() > 0) || regressions.iter().any(|r| r.still_fails);
@@ -342,7 +401,12 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         args.json,
     );
     if let Some(path) = &args.junit {
-        report::write_junit(path, &summaries, &regressions, &worker)?;
+        report::write_junit(
+            path,
+            (&summaries, &scenarios),
+            &regressions,
+            (&worker, strategy),
+        )?;
     }
     saved?;
     if let (Strategy::Pct { .. }, false) = (strategy, args.json) {
@@ -374,6 +438,8 @@ fn seed_plan(args: &FuzzArgs, scenarios: usize, index: usize) -> SeedPlan {
                 wall_ms: share.max(1),
             }
         }
+        // Only the failure database's entries run (they are replayed before any plan).
+        None if args.failures_only => SeedPlan::Count { start, count: 0 },
         None => SeedPlan::Count {
             start,
             count: args.seeds,
@@ -466,6 +532,27 @@ fn db_entries(
         .collect()
 }
 
+/// The progress bar's line: `{rate}` is ours, a whole number of seeds per second (indicatif's
+/// own `{per_sec}` prints four decimals).
+const PROGRESS_TEMPLATE: &str = "{prefix:>24} [{bar:30}] {pos}/{len} seeds {rate} {msg}";
+
+/// A rate as the progress bar shows it: `927 seeds/s`.
+fn rate_text(per_s: f64) -> String {
+    format!("{per_s:.0} seeds/s")
+}
+
+fn progress_style() -> ProgressStyle {
+    ProgressStyle::with_template(PROGRESS_TEMPLATE)
+        .expect("a valid template")
+        .with_key(
+            "rate",
+            |state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write| {
+                let _ = out.write_str(&rate_text(state.per_sec()));
+            },
+        )
+        .progress_chars("=> ")
+}
+
 fn run_one_campaign(campaign: &ScenarioCampaign, interactive: bool) -> ScenarioSummary {
     let progress = std::sync::Arc::new(Progress::default());
     let name = campaign.scenario.name().to_string();
@@ -475,12 +562,7 @@ fn run_one_campaign(campaign: &ScenarioCampaign, interactive: bool) -> ScenarioS
             SeedPlan::Duration { .. } => 0,
         };
         let bar = ProgressBar::new(length);
-        let style = ProgressStyle::with_template(
-            "{prefix:>24} [{bar:30}] {pos}/{len} seeds {per_sec} {msg}",
-        )
-        .expect("a valid template")
-        .progress_chars("=> ");
-        bar.set_style(style);
+        bar.set_style(progress_style());
         bar.set_prefix(name.clone());
         bar
     });
@@ -506,18 +588,43 @@ fn run_one_campaign(campaign: &ScenarioCampaign, interactive: bool) -> ScenarioS
     summary
 }
 
+/// `--json`'s `seed_range`: the seeds each scenario was asked for: from `start`, `count` of
+/// them (`last` the last one) or as many as `duration_ms` allowed, in shard `K/N`.
+fn seed_range_json(args: &FuzzArgs) -> serde_json::Value {
+    let shard = format!("{}/{}", args.shard.0, args.shard.1);
+    let start = args.start_seed;
+    match (args.duration, args.failures_only) {
+        (Some(duration_ms), _) => serde_json::json!({
+            "start": start, "count": null, "last": null, "duration_ms": duration_ms,
+            "shard": shard,
+        }),
+        (None, true) => serde_json::json!({
+            "start": start, "count": 0, "last": null, "duration_ms": null, "shard": shard,
+        }),
+        (None, false) => serde_json::json!({
+            "start": start, "count": args.seeds, "last": start + (args.seeds - 1),
+            "duration_ms": null, "shard": shard,
+        }),
+    }
+}
+
 fn report_findings(
     summaries: &[ScenarioSummary],
     regressions: &[Regression],
-    worker: &str,
-    strategy: Strategy,
+    (worker, strategy): (&str, Strategy),
     scenarios: &[Arc<dyn AnyScenario>],
-    json: bool,
+    json: Option<serde_json::Value>,
 ) {
-    if json {
+    if let Some(seed_range) = json {
         println!(
             "{}",
-            report::json_summary(summaries, regressions, scenarios, worker, strategy)
+            report::json_summary(
+                summaries,
+                regressions,
+                scenarios,
+                (worker, strategy),
+                seed_range
+            )
         );
         return;
     }
@@ -581,9 +688,9 @@ fn replay_source(
     match (&args.choices, args.seed) {
         (Some(path), _) => {
             let file = choices::read(path)?;
-            warn_on_mismatch(path, &file, base.as_ref(), worker, args.target.strategy);
             // The scenario changes a shrink made are part of the counterexample.
             let scenario = file.apply(&base)?;
+            check_choices_fit(path, &file, base.as_ref(), worker, args)?;
             Ok(ReplaySource {
                 given: Some(file.values.len()),
                 pct_steps: recorded_pct_steps(path, &file)?,
@@ -605,8 +712,44 @@ fn replay_source(
     }
 }
 
+/// Refuses a choices file that holds no choices, or (unless `--force`) one recorded for
+/// another scenario, worker or strategy; with `--force` the differences are warnings.
+fn check_choices_fit(
+    path: &str,
+    file: &choices::ChoiceFile,
+    base: &dyn AnyScenario,
+    worker: &str,
+    args: &ReplayArgs,
+) -> Result<(), UsageError> {
+    if file.values.is_empty() {
+        return Err(UsageError::File {
+            path: path.to_string(),
+            why: "the file holds no choices (an empty file would replay as all zeros, a run \
+                  nobody recorded)"
+                .into(),
+        });
+    }
+    let mismatches = mismatches(file, base, worker, args.target.strategy);
+    if mismatches.is_empty() {
+        return Ok(());
+    }
+    if !args.force {
+        return Err(UsageError::File {
+            path: path.to_string(),
+            why: format!(
+                "{}; replay it with what it was recorded for, or add --force",
+                mismatches.join("; ")
+            ),
+        });
+    }
+    for mismatch in &mismatches {
+        eprintln!("warning: {path} {mismatch} (--force)");
+    }
+    Ok(())
+}
+
 fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
-    let base = single_scenario(&args.target)?;
+    let base = single_scenario(&args.scenario, &args.target)?;
     let worker = args.target.worker.clone();
     let source = replay_source(&args, base, &worker)?;
     let given = source.given;
@@ -636,7 +779,7 @@ fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
     let mut stdout = std::io::stdout().lock();
     let text = match args.format {
         Format::Text => report.trace(&head),
-        Format::Json => report.json(),
+        Format::Json => report.json(&head),
     };
     let _ = stdout.write_all(text.as_bytes());
     Ok(i32::from(report.failed()))
@@ -657,30 +800,27 @@ fn recorded_pct_steps(path: &str, file: &choices::ChoiceFile) -> Result<Option<u
     }
 }
 
-/// Warns (on stderr) when a choices file was recorded for another scenario, worker or
-/// strategy. Replaying it anyway is legitimate (does the fixed worker pass the old
-/// counterexample?), so this is not an error.
-fn warn_on_mismatch(
-    path: &str,
+/// How a choices file's header differs from what a replay runs: one phrase per difference
+/// (scenario, worker, strategy), empty when it matches or does not say.
+fn mismatches(
     file: &choices::ChoiceFile,
     scenario: &dyn AnyScenario,
     worker: &str,
     strategy: Strategy,
-) {
+) -> Vec<String> {
     let now = [
         ("scenario", scenario_ref(scenario)),
         ("worker", worker.to_string()),
         ("strategy", strategy.to_string()),
     ];
-    for (key, value) in now {
-        if let Some(recorded) = file.get(key)
-            && recorded != value
-        {
-            eprintln!(
-                "warning: {path} was recorded with {key} {recorded}; replaying with {key} {value}"
-            );
-        }
-    }
+    now.into_iter()
+        .filter_map(|(key, value)| {
+            let recorded = file.get(key)?;
+            (recorded != value).then(|| {
+                format!("was recorded with {key} {recorded}, and this replay runs {key} {value}")
+            })
+        })
+        .collect()
 }
 
 /// Checks that `path` can be written (creating its directory, probing with a scratch file
@@ -714,7 +854,7 @@ fn save_shrunk(
 }
 
 fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
-    let scenario = single_scenario(&args.target)?;
+    let scenario = single_scenario(&args.scenario, &args.target)?;
     let worker = args.target.worker.clone();
     let reference = scenario_ref(scenario.as_ref());
     let mut runner = runner_of(scenario.as_ref(), &worker, args.target.strategy);
@@ -729,6 +869,17 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     prepare_output(&out, "the shrunk choices")?;
     let started = Instant::now();
     let Some(shrunk) = runner.shrink(Feed::Seed(args.seed), args.budget) else {
+        // Nothing to shrink: the seed passes, or ran out of its budget (no invariant broke).
+        let report = runner.run(Feed::Seed(args.seed), false, false);
+        if report.failed() {
+            println!(
+                "seed {} of {reference} with worker {worker}: nothing to shrink, no invariant \
+                 broke: {}",
+                args.seed,
+                report.verdict_line()
+            );
+            return Ok(1);
+        }
         println!(
             "seed {} of {reference} passes with worker {worker}: nothing to shrink",
             args.seed
@@ -776,4 +927,21 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     }
     println!("{replay}");
     Ok(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_bar_shows_a_whole_number_of_seeds_per_second() {
+        assert_eq!(rate_text(927.3467), "927 seeds/s");
+        assert_eq!(rate_text(0.4), "0 seeds/s");
+        // indicatif's own `{per_sec}` would print `927.3467/s`.
+        assert!(
+            PROGRESS_TEMPLATE.contains("{rate}") && !PROGRESS_TEMPLATE.contains("per_sec"),
+            "{PROGRESS_TEMPLATE}"
+        );
+        let _ = progress_style();
+    }
 }

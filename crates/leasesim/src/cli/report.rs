@@ -203,13 +203,37 @@ fn scenario_json(s: &ScenarioSummary, scenario: &dyn AnyScenario) -> serde_json:
     })
 }
 
-/// The campaign as one JSON document.
+/// The whole campaign's totals: seeds run, failing seeds (and by outcome), expected
+/// violations, regressions replayed and still failing.
+fn totals_json(summaries: &[ScenarioSummary], regressions: &[Regression]) -> serde_json::Value {
+    let mut failures: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    let mut expected: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for summary in summaries {
+        for (label, n) in &summary.failures {
+            *failures.entry(label.clone()).or_insert(0) += n;
+        }
+        for (label, n) in &summary.expected {
+            *expected.entry(label.clone()).or_insert(0) += n;
+        }
+    }
+    serde_json::json!({
+        "scenarios": summaries.len(),
+        "seeds": summaries.iter().map(|s| s.seeds).sum::<u64>(),
+        "failing": summaries.iter().map(ScenarioSummary::failed_seeds).sum::<u64>(),
+        "failures": failures,
+        "expected": expected,
+        "regressions": regressions.len(),
+        "regressions_still_failing": regressions.iter().filter(|r| r.still_fails).count(),
+    })
+}
+
+/// The campaign as one JSON document. `seed_range` says which seeds it asked for.
 pub fn json_summary(
     summaries: &[ScenarioSummary],
     regressions: &[Regression],
     scenarios: &[Arc<dyn AnyScenario>],
-    worker: &str,
-    strategy: Strategy,
+    (worker, strategy): (&str, Strategy),
+    seed_range: serde_json::Value,
 ) -> String {
     let scenario_values: Vec<serde_json::Value> = summaries
         .iter()
@@ -250,6 +274,8 @@ pub fn json_summary(
     let document = serde_json::json!({
         "worker": worker,
         "strategy": strategy.to_string(),
+        "seed_range": seed_range,
+        "totals": totals_json(summaries, regressions),
         "pct_change_points": {"applied": applied, "drawn": drawn},
         "scenarios": scenario_values,
         "findings": findings,
@@ -302,23 +328,27 @@ fn junit_case(
     xml.push_str("      </failure>\n    </testcase>\n");
 }
 
-/// A JUnit XML report: one test case per scenario (failing with its findings), and one per
-/// failure-database regression that was replayed.
+/// A JUnit XML report: one test case per scenario (failing with its findings, each with its
+/// replay line), and one per failure-database regression that was replayed.
 pub fn write_junit(
     path: &Path,
-    summaries: &[ScenarioSummary],
+    (summaries, scenarios): (&[ScenarioSummary], &[Arc<dyn AnyScenario>]),
     regressions: &[Regression],
-    worker: &str,
+    (worker, strategy): (&str, Strategy),
 ) -> Result<(), UsageError> {
     let class = format!("leasesim.{worker}");
     let mut cases = String::new();
     let mut failing = 0;
-    for summary in summaries {
+    for (summary, scenario) in summaries.iter().zip(scenarios) {
+        let reference = scenario_ref(scenario.as_ref());
         let failures: Vec<String> = summary
             .findings
             .iter()
             .filter(|f| !f.expected)
-            .map(|f| format!("seed {}: {}: {}", f.seed, f.label, f.sentence))
+            .map(|f| {
+                let replay = replay_line(&reference, f.seed, worker, strategy);
+                format!("seed {}: {}: {}\n{replay}", f.seed, f.label, f.sentence)
+            })
             .collect();
         failing += usize::from(!failures.is_empty());
         let message = format!("{} of {} seeds failed", failures.len(), summary.seeds);
@@ -335,7 +365,13 @@ pub fn write_junit(
         let entry = &regression.entry;
         let name = format!("regression {} seed {}", entry.scenario, entry.seed);
         let failures: Vec<String> = match regression.still_fails {
-            true => vec![format!("{}: {}", entry.outcome, regression.sentence)],
+            true => {
+                let replay = replay_line(&entry.scenario, entry.seed, worker, strategy);
+                vec![format!(
+                    "{}: {}\n{replay}",
+                    entry.outcome, regression.sentence
+                )]
+            }
             false => Vec::new(),
         };
         failing += usize::from(regression.still_fails);

@@ -27,6 +27,9 @@ use super::{Checker, ClockConfig, Invariant, Violation};
 pub struct SerialRenewal {
     /// Per replica: the renew call in flight (call id and its `Call` event).
     in_flight: PerReplica<Option<(u64, Stamped<Event>)>>,
+    /// Per replica: the `TermEnded` of a term that ended with that renewal still in flight
+    /// (the term abandoned it), so a later renewal's sentence can say why it is unanswered.
+    abandoned: PerReplica<Option<(u32, Stamped<Event>)>>,
 }
 
 impl SerialRenewal {
@@ -47,25 +50,38 @@ impl Checker<Retention> for SerialRenewal {
     fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
         let replica = replica_of(event)?;
         let in_flight = self.in_flight.at(replica);
+        let abandoned = self.abandoned.at(replica);
         match event.event.kind {
             EventKind::Call {
                 call,
                 request: Request::Renew { .. },
             } => {
                 let earlier = in_flight.replace((call, event.clone()));
+                let ended = abandoned.take();
                 let (earlier_call, earlier_event) = earlier?;
-                let sentence = format!(
+                let mut sentence = format!(
                     "{replica} sent renew call {call} at {} while its renew call {earlier_call}, \
                      sent at {}, was still unanswered",
                     At(event.at_ms),
                     At(earlier_event.at_ms)
                 );
+                if let Some((term, ended)) = &ended {
+                    // The cause: the earlier renewal's term ended without waiting for it.
+                    sentence.push_str(&format!(
+                        ": term {term} ended at {} with that renewal in flight, abandoning it \
+                         instead of waiting for its answer",
+                        At(ended.at_ms)
+                    ));
+                }
                 return Some(Violation::new(
                     Invariant::SerialRenewal,
                     event,
-                    [Some(&earlier_event)],
+                    [Some(&earlier_event), ended.as_ref().map(|(_, ended)| ended)],
                     sentence,
                 ));
+            }
+            EventKind::Note(Note::TermEnded { term, .. }) if in_flight.is_some() => {
+                abandoned.get_or_insert_with(|| (term, event.clone()));
             }
             EventKind::Answered {
                 call,
@@ -76,9 +92,13 @@ impl Checker<Retention> for SerialRenewal {
                 .is_some_and(|(pending, _)| *pending == call) =>
             {
                 *in_flight = None;
+                *abandoned = None;
             }
             // invariant: a fresh incarnation has no renewal of its own in flight.
-            EventKind::Restarted => *in_flight = None,
+            EventKind::Restarted => {
+                *in_flight = None;
+                *abandoned = None;
+            }
             _ => {}
         }
         None
@@ -394,6 +414,26 @@ mod tests {
         let words = [
             format!("r2 sent renew call {second} at t=4000ms"),
             format!("renew call {first}, sent at t=3000ms"),
+        ];
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        assert_broken(Invariant::SerialRenewal, &script, seq, &words);
+    }
+
+    #[test]
+    fn serial_renewal_says_when_a_term_ended_with_its_renewal_in_flight() {
+        let mut script = Script::new();
+        script.start(R1, 1);
+        script.acquire(R1, 1);
+        let first = script.at(2000).send(R1, Request::Renew { lease: lease(1) });
+        script.at(2500).end(R1, 1, EndKind::CapReached, 1000);
+        script.at(3000).start(R1, 2);
+        script.acquire(R1, 3);
+        let second = script.at(4000).send(R1, Request::Renew { lease: lease(3) });
+        let seq = script.last_seq();
+        let words = [
+            format!("r1 sent renew call {second} at t=4000ms"),
+            format!("renew call {first}, sent at t=2000ms, was still unanswered"),
+            "term 1 ended at t=2500ms with that renewal in flight, abandoning it".to_string(),
         ];
         let words: Vec<&str> = words.iter().map(String::as_str).collect();
         assert_broken(Invariant::SerialRenewal, &script, seq, &words);

@@ -1,0 +1,340 @@
+//! Each checker on hand-built event sequences: a run that breaks its invariant is named at
+//! the right event with the right words, and the correct run breaks nothing.
+
+use crate::events::{EndKind, EventKind, Held, Key, Note, Phase, ReleaseKind, Request};
+
+use super::testkit::{
+    LIFETIME_MS, R1, R2, R3, Script, assert_broken, assert_broken_with, assert_holds,
+    assert_holds_with, config, failed,
+};
+use super::{CheckConfig, Invariant, all_checkers};
+
+fn held(token: u64, by: leasesim_events::ReplicaId) -> Held {
+    Held { token, by }
+}
+
+fn job_started(script: &mut Script, replica: leasesim_events::ReplicaId) -> u64 {
+    script.note(
+        replica,
+        Note::JobStarted {
+            duration_ms: 2_000,
+            steps: 4,
+        },
+    )
+}
+
+fn unrenewed() -> CheckConfig {
+    CheckConfig {
+        renewal: false,
+        ..config()
+    }
+}
+
+#[test]
+fn the_correct_run_breaks_nothing() {
+    let script = Script::correct_run();
+    for invariant in Invariant::ALL {
+        assert_holds(invariant, &script);
+    }
+    let mut set = all_checkers(&config());
+    for event in &script.events {
+        assert_eq!(set.on_event(event), leasesim_events::Flow::Continue);
+    }
+    assert!(set.finish(script.now_ms()).is_none());
+}
+
+/// r1 claims at 0 (until 1002) and runs long; r2 claims at 1200, after r1's claim ran out.
+fn overtaken() -> Script {
+    let mut script = Script::new();
+    script.start(R1, 1);
+    script.create(R1, 1);
+    job_started(&mut script, R1);
+    script.at(1_200).start(R2, 1);
+    script.create(R2, 2);
+    script
+}
+
+#[test]
+fn delete_own_claim_names_the_delete_of_a_rivals_claim() {
+    let mut script = overtaken();
+    script.at(1_500);
+    let seq = script.blind_delete(R1, held(2, R2));
+    let words = [
+        "r1's attempt 1",
+        "token 2 of r2's attempt 1",
+        "had run out at t=1002ms",
+    ];
+    assert_broken(Invariant::DeleteOwnClaim, &script, seq, &words);
+
+    let mut own = overtaken();
+    own.at(1_500).release_refused(R1, 1, held(2, R2));
+    own.at(1_600).release(R2, 2, held(2, R2));
+    assert_holds(Invariant::DeleteOwnClaim, &own);
+}
+
+#[test]
+fn no_third_worker_names_a_job_let_in_by_a_foreign_delete_and_allows_one_after_expiry() {
+    let mut script = Script::new();
+    script.start(R1, 1);
+    script.create(R1, 1);
+    job_started(&mut script, R1);
+    script.at(500).start(R2, 1);
+    script.blind_delete(R2, held(1, R1));
+    script.at(600).start(R3, 1);
+    script.create(R3, 3);
+    let seq = job_started(&mut script, R3);
+    let words = [
+        "r3's attempt 1",
+        "r1's attempt 1",
+        "r2's attempt 1 deleted it at t=502ms",
+    ];
+    assert_broken(Invariant::NoThirdWorker, &script, seq, &words);
+
+    let mut expired = overtaken();
+    job_started(&mut expired, R2);
+    assert_holds(Invariant::NoThirdWorker, &expired);
+}
+
+#[test]
+fn job_under_claim_names_a_job_after_the_claim_ran_out_or_before_the_create_won() {
+    let mut script = Script::new();
+    script.start(R1, 1);
+    script.create(R1, 1);
+    script.at(1_100);
+    let seq = job_started(&mut script, R1);
+    let words = ["r1's attempt 1", "its claim had run out at t=1002ms"];
+    assert_broken(Invariant::JobUnderClaim, &script, seq, &words);
+
+    let mut early = Script::new();
+    early.start(R1, 1);
+    let create = Request::Create {
+        key: Key::Claim,
+        token: 1,
+        lifetime_ms: LIFETIME_MS,
+    };
+    early.send(R1, create);
+    let seq = job_started(&mut early, R1);
+    assert_broken(Invariant::JobUnderClaim, &early, seq, &["had not won"]);
+}
+
+#[test]
+fn fresh_token_names_a_token_reused_by_the_same_worker_or_another() {
+    let mut script = Script::new();
+    script.start(R1, 1);
+    script.create_lost(R1, 7, held(5, R2));
+    script.end(R1, 1, EndKind::NotHolder, ReleaseKind::None, 0);
+    script.at(500).start(R1, 2);
+    let seq = script.create(R1, 7) - 1;
+    let words = ["r1's attempt 2", "token 7", "its own attempt 1"];
+    assert_broken(Invariant::FreshToken, &script, seq, &words);
+
+    let mut other = Script::new();
+    other.start(R1, 1);
+    other.create(R1, 7);
+    other.start(R2, 1);
+    let seq = other.create(R2, 7) - 1;
+    assert_broken(Invariant::FreshToken, &other, seq, &["but r1's attempt 1"]);
+    assert_holds(Invariant::FreshToken, &overtaken());
+}
+
+#[test]
+fn release_reported_names_a_swallowed_signal_and_a_wrong_count() {
+    let ended = |release, gone| {
+        let mut script = overtaken();
+        script.at(1_500).release_refused(R1, 1, held(2, R2));
+        let seq = script.end(R1, 1, EndKind::JobDone, release, gone);
+        (script, seq)
+    };
+    let (script, seq) = ended(ReleaseKind::Deleted, 0);
+    let words = ["reported a deletion", "another token held the key"];
+    assert_broken(Invariant::ReleaseReported, &script, seq, &words);
+    let (script, seq) = ended(ReleaseKind::GoneForeign, 0);
+    let words = ["reported 0 releases", "but 1 of its worker's"];
+    assert_broken(Invariant::ReleaseReported, &script, seq, &words);
+    let (script, _) = ended(ReleaseKind::GoneForeign, 1);
+    assert_holds(Invariant::ReleaseReported, &script);
+}
+
+/// In the liveness phase, r1 claims at 200 (until 1202) and starts its job.
+fn healed_claim() -> Script {
+    let mut script = Script::new();
+    script.world(EventKind::Phase(Phase::Safety));
+    script.at(100).world(EventKind::Phase(Phase::Liveness));
+    script.at(200).start(R1, 1);
+    script.create(R1, 1);
+    job_started(&mut script, R1);
+    script
+}
+
+#[test]
+fn claim_kept_names_a_healthy_holders_claim_running_out_only_with_renewal_on() {
+    let mut script = healed_claim();
+    let expired = Note::Expired {
+        key: Key::Claim,
+        held: held(1, R1),
+    };
+    let seq = script.at(1_202).world(EventKind::Note(expired));
+    let words = ["r1's attempt 1", "ran out at t=1202ms"];
+    assert_broken(Invariant::ClaimKept, &script, seq, &words);
+    assert_holds_with(Invariant::ClaimKept, &unrenewed(), &script);
+
+    let mut renewed = healed_claim();
+    renewed.at(900).renew(R1, 1);
+    renewed.at(1_300).release(R1, 1, held(1, R1));
+    assert_holds(Invariant::ClaimKept, &renewed);
+}
+
+#[test]
+fn effects_under_claim_names_a_step_after_a_loss_a_stop_or_past_the_claim() {
+    let mut lost = Script::new();
+    lost.start(R1, 1);
+    lost.create(R1, 1);
+    job_started(&mut lost, R1);
+    lost.at(300).renew_refused(R1, 1, held(2, R2));
+    let seq = lost.note(R1, Note::JobStep { step: 1 });
+    let words = [
+        "r1's attempt 1's job took a step",
+        "renewal found the claim gone",
+    ];
+    assert_broken(Invariant::EffectsUnderClaim, &lost, seq, &words);
+
+    let mut stopped = Script::new();
+    stopped.start(R1, 1);
+    stopped.create(R1, 1);
+    job_started(&mut stopped, R1);
+    stopped.at(300).on(R1, EventKind::StopCalled);
+    let seq = stopped.note(R1, Note::JobStep { step: 1 });
+    assert_broken(
+        Invariant::EffectsUnderClaim,
+        &stopped,
+        seq,
+        &["stop() was called"],
+    );
+
+    let mut late = Script::new();
+    late.start(R1, 1);
+    late.create(R1, 1);
+    job_started(&mut late, R1);
+    let seq = late.at(1_100).note(R1, Note::JobStep { step: 1 });
+    let words = ["with renewal on, the store held nothing"];
+    assert_broken(Invariant::EffectsUnderClaim, &late, seq, &words);
+    assert_holds_with(Invariant::EffectsUnderClaim, &unrenewed(), &late);
+}
+
+#[test]
+fn own_token_names_a_renewal_with_another_token_or_before_the_create_won() {
+    let mut script = Script::new();
+    script.start(R1, 1);
+    script.create(R1, 1);
+    let seq = script.renew(R1, 9) - 1;
+    assert_broken(
+        Invariant::OwnToken,
+        &script,
+        seq,
+        &["token 9", "claim's token is 1"],
+    );
+
+    let mut early = Script::new();
+    early.start(R1, 1);
+    let create = Request::Create {
+        key: Key::Claim,
+        token: 1,
+        lifetime_ms: LIFETIME_MS,
+    };
+    early.send(R1, create);
+    let seq = early.renew(R1, 1) - 1;
+    assert_broken(
+        Invariant::OwnToken,
+        &early,
+        seq,
+        &["its create had not won"],
+    );
+}
+
+#[test]
+fn release_on_exit_names_an_attempt_that_won_and_never_released() {
+    let mut script = Script::new();
+    script.start(R1, 1);
+    script.create(R1, 1);
+    job_started(&mut script, R1);
+    script.note(R1, Note::JobFinished { steps: 4 });
+    let seq = script.end(R1, 1, EndKind::JobDone, ReleaseKind::None, 0);
+    let words = [
+        "r1's attempt 1 ended",
+        "without releasing its claim (token 1)",
+    ];
+    assert_broken(Invariant::ReleaseOnExit, &script, seq, &words);
+
+    let mut failed_create = Script::new();
+    failed_create.start(R1, 1);
+    let create = Request::Create {
+        key: Key::Claim,
+        token: 1,
+        lifetime_ms: LIFETIME_MS,
+    };
+    let call = failed_create.send(R1, create);
+    failed_create.answer(R1, call, crate::events::Op::Create, failed());
+    failed_create.end(R1, 1, EndKind::CreateFailed, ReleaseKind::None, 0);
+    assert_holds(Invariant::ReleaseOnExit, &failed_create);
+}
+
+#[test]
+fn stop_quiesces_names_new_work_after_stop_but_lets_a_release_through() {
+    let mut script = Script::new();
+    script.start(R1, 1);
+    script.create(R1, 1);
+    script.at(100).on(R1, EventKind::StopCalled);
+    script.release(R1, 1, held(1, R1));
+    script.end(R1, 1, EndKind::Stopped, ReleaseKind::Deleted, 0);
+    assert_holds(Invariant::StopQuiesces, &script);
+    script.start(R1, 2);
+    let seq = script.create(R1, 2) - 1;
+    let words = ["r1 sent a create", "after its stop() was called at t=100ms"];
+    assert_broken(Invariant::StopQuiesces, &script, seq, &words);
+}
+
+#[test]
+fn stop_joins_names_a_stop_returning_before_the_attempt_or_a_call_ended() {
+    let mut open = Script::new();
+    open.start(R1, 1);
+    open.on(R1, EventKind::StopCalled);
+    let seq = open.on(R1, EventKind::StopResolved);
+    assert_broken(Invariant::StopJoins, &open, seq, &["had not ended"]);
+
+    let mut pending = Script::new();
+    pending.start(R1, 1);
+    pending.send(R1, Request::Get { key: Key::Claim });
+    pending.end(R1, 1, EndKind::Stopped, ReleaseKind::None, 0);
+    pending.on(R1, EventKind::StopCalled);
+    let seq = pending.on(R1, EventKind::StopResolved);
+    assert_broken(
+        Invariant::StopJoins,
+        &pending,
+        seq,
+        &["its get sent at t=0ms"],
+    );
+}
+
+#[test]
+fn liveness_names_an_attempt_past_its_bound_and_a_stop_that_never_returned() {
+    let mut script = Script::new();
+    script.world(EventKind::Phase(Phase::Liveness));
+    let seq = script.at(200).start(R1, 1);
+    script.at(10_000);
+    let Some(violation) = super::testkit::check_with(Invariant::Liveness, &config(), &script)
+    else {
+        panic!("an attempt open for 9.8 s passed a 5 s bound");
+    };
+    assert_eq!((violation.event.seq, violation.at_ms), (seq, 10_000));
+    assert!(
+        violation
+            .sentence
+            .contains("past its bound of 5000ms (deadline t=5200ms)")
+    );
+
+    let mut stop = Script::new();
+    stop.world(EventKind::Phase(Phase::Liveness));
+    let seq = stop.at(100).on(R2, EventKind::StopCalled);
+    let words = ["r2's stop() was called at t=100ms"];
+    assert_broken_with(Invariant::Liveness, &config(), &stop, seq, &words);
+}

@@ -1,0 +1,161 @@
+//! The holder-lock system's defective workers: the seed's "saying these in an interview
+//! costs you the question" list, one defect each, kept apart from the production core.
+//!
+//! Terminology:
+//! - *defective worker*: the correct worker with exactly one defect: the shared [`engine`]
+//!   (a copy of the core's attempt logic) with one switch of [`flaws`] on.
+//! - *catalogue*: [`DEFECTS`], one [`DefectInfo`] per worker: its CLI name, what is wrong,
+//!   the invariants expected to catch it (its own first), and its switches.
+//!
+//! | worker | the seed's item | what it does |
+//! |---|---|---|
+//! | `plain-delete` | releases the claim with a plain delete by key name | `delete` of the key, whatever it holds |
+//! | `read-then-delete` | believes a read, a compare, then a delete closes the race | `get`, compare in the worker, `delete`: two steps |
+//! | `fixed-token` | uses the host name or process id as the holder token | token = its process id (4100 + replica number) for every attempt |
+//! | `side-key` | (the seed's "stored with the claim, not beside it") | writes the token to `job:nightly-rollup:holder` too; the release checks that key, then deletes the claim by name |
+//! | `swallowed-release` | (the seed's "the signal you should not swallow") | a release that found the claim gone is reported as a deletion, and not counted |
+//! | `long-lifetime` | thinks a longer lifetime removes the need for a holder token | no token (every claim holds `1`), a lifetime four times as long |
+
+pub mod engine;
+pub mod flaws;
+
+#[cfg(test)]
+mod faithful;
+
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+use holder_lock_worker::{AttemptReport, RunError};
+use leasesim_events::ReplicaId;
+use leasesim_sim::WorkerInfo;
+
+use crate::ports::{
+    HolderPorts, SimClock, SimJob, SimStore, SimTokens, WorkerFactory, WorkerUnderTest,
+    correct_worker,
+};
+use engine::Engine;
+use flaws::{Flaws, ReleaseFlaw, TokenFlaw};
+
+/// One defective worker as the harness lists it.
+#[derive(Clone, Copy, Debug)]
+pub struct DefectInfo {
+    /// `--worker NAME`.
+    pub name: &'static str,
+    /// What is wrong with it, in one line.
+    pub description: &'static str,
+    /// The invariants expected to catch it; the first is its own.
+    pub caught_by: &'static [&'static str],
+    /// Its switches, for the replica it runs on.
+    pub flaws: fn(ReplicaId) -> Flaws,
+}
+
+/// The defective worker on simulated ports.
+pub type SimEngine = Engine<SimClock, SimStore, SimTokens, SimJob>;
+
+impl WorkerUnderTest for SimEngine {
+    fn run(&self) -> LocalBoxFuture<'_, Result<AttemptReport, RunError>> {
+        Box::pin(Engine::run(self))
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        Box::pin(Engine::stop(self))
+    }
+}
+
+/// The process id the `fixed-token` worker of `replica` uses as its token.
+pub fn process_id(replica: ReplicaId) -> u64 {
+    4101 + u64::from(replica.0)
+}
+
+/// Every defective worker, in the seed's order.
+pub const DEFECTS: &[DefectInfo] = &[
+    DefectInfo {
+        name: "plain-delete",
+        description: "releases the claim with a plain delete by key name",
+        caught_by: &["delete-own-claim", "no-third-worker"],
+        flaws: |_| Flaws {
+            release: ReleaseFlaw::PlainDelete,
+            ..Flaws::NONE
+        },
+    },
+    DefectInfo {
+        name: "read-then-delete",
+        description: "releases by reading the key, comparing, then deleting it: two steps",
+        caught_by: &["delete-own-claim", "no-third-worker"],
+        flaws: |_| Flaws {
+            release: ReleaseFlaw::ReadThenDelete,
+            ..Flaws::NONE
+        },
+    },
+    DefectInfo {
+        name: "fixed-token",
+        description: "uses its process id as the holder token of every attempt",
+        caught_by: &["fresh-token"],
+        flaws: |replica| Flaws {
+            token: TokenFlaw::ProcessId(process_id(replica)),
+            ..Flaws::NONE
+        },
+    },
+    DefectInfo {
+        name: "side-key",
+        description: "keeps its token in a second key; its release checks that key, then \
+                      deletes the claim by name",
+        caught_by: &["delete-own-claim", "no-third-worker"],
+        flaws: |_| Flaws {
+            release: ReleaseFlaw::SideKey,
+            ..Flaws::NONE
+        },
+    },
+    DefectInfo {
+        name: "swallowed-release",
+        description: "reports a release that found the claim gone as a deletion, uncounted",
+        caught_by: &["release-reported"],
+        flaws: |_| Flaws {
+            swallow_gone: true,
+            ..Flaws::NONE
+        },
+    },
+    DefectInfo {
+        name: "long-lifetime",
+        description: "writes no token, and claims for four times the lifetime instead",
+        caught_by: &["fresh-token", "delete-own-claim"],
+        flaws: |_| Flaws {
+            token: TokenFlaw::NoToken,
+            ..Flaws::NONE
+        },
+    },
+];
+
+/// Every worker of the system: `correct` (the production core) first.
+pub fn workers() -> Vec<WorkerInfo> {
+    let correct = WorkerInfo {
+        name: "correct",
+        defect: "the production worker core (holder-lock-worker)",
+        caught_by: &[],
+    };
+    let defects = DEFECTS.iter().map(|d| WorkerInfo {
+        name: d.name,
+        defect: d.description,
+        caught_by: d.caught_by,
+    });
+    std::iter::once(correct).chain(defects).collect()
+}
+
+/// The engine with `flaws` on one replica's ports.
+pub fn engine_of(ports: HolderPorts, flaws: Flaws) -> SimEngine {
+    let parts = (ports.clock, ports.store, ports.tokens, ports.job);
+    Engine::new(ports.config, parts, flaws)
+        .expect("scenario loading validated the claim configuration")
+}
+
+/// The factory of a worker by name: `correct`, or any name in [`DEFECTS`].
+pub fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
+    if name == "correct" {
+        return Some(Rc::new(correct_worker));
+    }
+    let info = *DEFECTS.iter().find(|d| d.name == name)?;
+    Some(Rc::new(move |ports: HolderPorts| {
+        let flaws = (info.flaws)(ports.replica);
+        Rc::new(engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
+    }))
+}

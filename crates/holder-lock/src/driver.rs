@@ -1,0 +1,93 @@
+//! How the holder-lock world drives its workers.
+//!
+//! Terminology:
+//! - *driver*: one task per replica that calls `run()` (one attempt) on a jittered schedule
+//!   and records each attempt's start and end (notes `AttemptStarted`, `AttemptEnded`, the
+//!   latter with what the attempt's report says: how it ended, what its release did, and the
+//!   worker's count of releases that found the claim gone).
+
+use std::rc::Rc;
+
+use holder_lock_worker::{AttemptEnd, AttemptReport, Found, LossCause, Release, RunError};
+use leasesim_events::ReplicaId;
+use leasesim_sim::World;
+
+use crate::events::{EndKind, HolderLock, Note, ReleaseKind};
+
+/// How an attempt ended, as an event says it.
+pub fn end_kind(end: &AttemptEnd) -> EndKind {
+    match end {
+        AttemptEnd::StoppedBeforeStart => EndKind::StoppedBeforeStart,
+        AttemptEnd::NotHolder => EndKind::NotHolder,
+        AttemptEnd::CreateFailed(_) => EndKind::CreateFailed,
+        AttemptEnd::TooLate => EndKind::TooLate,
+        AttemptEnd::JobDone => EndKind::JobDone,
+        AttemptEnd::JobFailed(_) => EndKind::JobFailed,
+        AttemptEnd::ClaimLost(LossCause::RenewRefused(_)) => EndKind::LostRefused,
+        AttemptEnd::ClaimLost(LossCause::RenewFailed(_)) => EndKind::LostFailed,
+        AttemptEnd::ClaimLost(LossCause::NotRenewedInTime) => EndKind::LostNotRenewed,
+        AttemptEnd::Stopped => EndKind::Stopped,
+    }
+}
+
+/// What a release did, as an event says it.
+pub fn release_kind(release: Option<&Release>) -> ReleaseKind {
+    match release {
+        None => ReleaseKind::None,
+        Some(Release::Deleted) => ReleaseKind::Deleted,
+        Some(Release::LeftToExpire) => ReleaseKind::LeftToExpire,
+        Some(Release::Gone(Found::Foreign)) => ReleaseKind::GoneForeign,
+        Some(Release::Gone(Found::Absent)) => ReleaseKind::GoneAbsent,
+        Some(Release::Failed(_)) => ReleaseKind::Failed,
+    }
+}
+
+/// The note of an attempt's end.
+pub fn ended(attempt: u32, result: &Result<AttemptReport, RunError>) -> Note {
+    match result {
+        Ok(report) => Note::AttemptEnded {
+            attempt,
+            end: end_kind(&report.end),
+            release: release_kind(report.release.as_ref()),
+            claims_gone: report.claims_gone,
+        },
+        Err(RunError::AlreadyRunning) => Note::AttemptEnded {
+            attempt,
+            end: EndKind::AlreadyRunning,
+            release: ReleaseKind::None,
+            claims_gone: 0,
+        },
+    }
+}
+
+/// Calls `run()` on a jittered schedule until an attempt reports the worker stopped before
+/// it started, or the replica was restarted with a fresh worker (which has a driver of its
+/// own): a replaced worker's driver starts no attempt.
+pub async fn drive(world: Rc<World<HolderLock>>, replica: ReplicaId) {
+    let env = world.env();
+    let state = world.replica(replica);
+    let Some((worker, generation)) = state.worker() else {
+        return;
+    };
+    let every = world.scenario().schedule.run_every_ms;
+    for attempt in 1.. {
+        state.set_between_terms(true);
+        // The longest pause is the simplest choice (value 0): fewer attempts, shorter traces.
+        env.sleep(every.max - env.range(0, every.max - every.min))
+            .await;
+        state.gate(env).await;
+        if state.replaced_since(generation) {
+            return;
+        }
+        state.set_between_terms(false);
+        env.note_for(replica, Note::AttemptStarted { attempt });
+        let result = worker.run().await;
+        let note = ended(attempt, &result);
+        env.note_for(replica, note);
+        let stopped = matches!(&result, Ok(r) if r.end == AttemptEnd::StoppedBeforeStart);
+        if stopped {
+            state.set_between_terms(true);
+            return;
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! The worker's ports on the simulated world, and how the world drives a worker.
+//!
+//! Terminology:
+//! - *ports*: [`SimClock`], [`SimStore`], [`SimTokens`], [`SimJob`]: the production core's
+//!   port traits built on the shared [`Port`] of one replica (its clock, its pauses, the
+//!   faulty network, the run's one choice source).
+//! - *worker under test*: anything with `run()` (one attempt) and `stop()`, built from one
+//!   replica's ports: the production core (`correct`), a defective worker, or a user's own.
+//! - *factory*: builds a fresh worker for a replica (at start, and on restart).
+
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+use holder_lock_worker::{
+    AttemptReport, ClaimConfig, Clock, HolderToken, Job, JobError, JobRunner, Removal, Renewal,
+    RunError, Store, StoreError, TokenSource,
+};
+use leasesim_events::{NetFailure, ReplicaId};
+use leasesim_sim::{Port, World};
+
+use crate::events::{Answer, HolderLock, Key, Note, Request};
+use crate::services;
+
+/// Everything a holder-lock worker is built from.
+///
+/// **`config` is what the run judges the worker against**: the scenario's `[claim]` section
+/// (or what a swarm run drew from it): the key, the lifetime, the renewal interval.
+pub struct HolderPorts {
+    pub replica: ReplicaId,
+    pub config: ClaimConfig,
+    pub clock: SimClock,
+    pub store: SimStore,
+    pub tokens: SimTokens,
+    pub job: SimJob,
+}
+
+/// A holder-lock worker the world can drive.
+pub trait WorkerUnderTest {
+    /// One attempt (see `holder_lock_worker::JobRunner::run`).
+    fn run(&self) -> LocalBoxFuture<'_, Result<AttemptReport, RunError>>;
+    /// Stops the worker; resolves once it has quiesced.
+    fn stop(&self) -> LocalBoxFuture<'_, ()>;
+}
+
+impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Box<W> {
+    fn run(&self) -> LocalBoxFuture<'_, Result<AttemptReport, RunError>> {
+        (**self).run()
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        (**self).stop()
+    }
+}
+
+impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Rc<W> {
+    fn run(&self) -> LocalBoxFuture<'_, Result<AttemptReport, RunError>> {
+        (**self).run()
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        (**self).stop()
+    }
+}
+
+/// Builds one holder-lock worker per replica.
+pub type WorkerFactory = leasesim_sim::WorkerFactory<HolderLock>;
+
+/// The production worker on simulated ports.
+pub type SimWorker = JobRunner<SimClock, SimStore, SimTokens, SimJob>;
+
+impl WorkerUnderTest for SimWorker {
+    fn run(&self) -> LocalBoxFuture<'_, Result<AttemptReport, RunError>> {
+        Box::pin(JobRunner::run(self))
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        Box::pin(JobRunner::stop(self))
+    }
+}
+
+/// The production worker built on one replica's ports.
+pub fn correct_worker_of(ports: HolderPorts) -> SimWorker {
+    JobRunner::new(
+        ports.config,
+        ports.clock,
+        ports.store,
+        ports.tokens,
+        ports.job,
+    )
+    .expect("scenario loading validated the claim configuration")
+}
+
+/// The factory of the production worker (`correct`).
+pub fn correct_worker(ports: HolderPorts) -> Rc<dyn WorkerUnderTest> {
+    Rc::new(correct_worker_of(ports))
+}
+
+/// The replica's timers.
+#[derive(Clone)]
+pub struct SimClock(pub(crate) Port<HolderLock>);
+
+/// The replica's connection to the store.
+#[derive(Clone)]
+pub struct SimStore(pub(crate) Port<HolderLock>);
+
+/// The replica's token source: draws from the run's one choice source.
+#[derive(Clone)]
+pub struct SimTokens(pub(crate) Port<HolderLock>);
+
+/// The replica's job.
+#[derive(Clone)]
+pub struct SimJob(pub(crate) Port<HolderLock>);
+
+impl Clock for SimClock {
+    /// Sleeps on this replica's clock (drifting as the profile says); held by pauses.
+    fn sleep(&self, ms: u64) -> impl Future<Output = ()> {
+        let port = self.0.clone();
+        async move { port.sleep(ms).await }
+    }
+}
+
+/// The store's key called `name`; the simulated store has two.
+fn key_of(name: &str) -> Key {
+    Key::from_name(name).unwrap_or_else(|| {
+        panic!(
+            "the simulated store holds only `{}` and `{}`, not `{name}`",
+            Key::Claim.name(),
+            Key::Holder.name()
+        )
+    })
+}
+
+fn store_error(failure: NetFailure) -> StoreError {
+    match failure {
+        NetFailure::Rejected => StoreError::Unavailable {
+            reason: "refused by fault injection".into(),
+        },
+        NetFailure::Timeout => StoreError::Timeout,
+    }
+}
+
+impl SimStore {
+    async fn call(&self, request: Request) -> Result<Answer, StoreError> {
+        match self.0.call(request).await {
+            Answer::Failed(failure) => Err(store_error(failure)),
+            Answer::Unsupported => Err(StoreError::Unsupported),
+            answer => Ok(answer),
+        }
+    }
+}
+
+impl Store for SimStore {
+    /// At its apply instant the store writes the token if the key holds nothing live.
+    async fn create_if_absent(
+        &self,
+        key: &str,
+        token: HolderToken,
+        lifetime_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let key = key_of(key);
+        let request = Request::Create {
+            key,
+            token: token.0,
+            lifetime_ms,
+        };
+        match self.call(request).await? {
+            Answer::Created => Ok(true),
+            Answer::Exists => Ok(false),
+            other => unreachable!("create answered {other:?}"),
+        }
+    }
+
+    /// At its apply instant the store starts the lifetime again if the key holds the token.
+    async fn renew_if_holder(
+        &self,
+        key: &str,
+        token: HolderToken,
+        lifetime_ms: u64,
+    ) -> Result<Renewal, StoreError> {
+        let key = key_of(key);
+        let request = Request::Renew {
+            key,
+            token: token.0,
+            lifetime_ms,
+        };
+        match self.call(request).await? {
+            Answer::Renewed => Ok(Renewal::Renewed),
+            Answer::NotHolder => Ok(Renewal::NotHolder),
+            Answer::Absent => Ok(Renewal::Absent),
+            other => unreachable!("renew answered {other:?}"),
+        }
+    }
+
+    /// At its apply instant the store deletes the key if it holds the token, in one step;
+    /// a store without compare-and-delete answers `Unsupported`.
+    async fn delete_if_holder(&self, key: &str, token: HolderToken) -> Result<Removal, StoreError> {
+        let key = key_of(key);
+        let request = Request::DeleteIfHolder {
+            key,
+            token: token.0,
+        };
+        match self.call(request).await? {
+            Answer::Deleted => Ok(Removal::Deleted),
+            Answer::NotHolder => Ok(Removal::NotHolder),
+            Answer::Absent => Ok(Removal::Absent),
+            other => unreachable!("delete_if_holder answered {other:?}"),
+        }
+    }
+
+    /// What the key holds at the apply instant.
+    async fn get(&self, key: &str) -> Result<Option<HolderToken>, StoreError> {
+        let key = key_of(key);
+        match self.call(Request::Get { key }).await? {
+            Answer::Value(token) => Ok(Some(HolderToken(token))),
+            Answer::Absent => Ok(None),
+            other => unreachable!("get answered {other:?}"),
+        }
+    }
+
+    /// At its apply instant the store deletes whatever the key holds.
+    async fn delete(&self, key: &str) -> Result<bool, StoreError> {
+        let key = key_of(key);
+        match self.call(Request::Delete { key }).await? {
+            Answer::Deleted => Ok(true),
+            Answer::Absent => Ok(false),
+            other => unreachable!("delete answered {other:?}"),
+        }
+    }
+
+    /// At its apply instant the store writes the token, whatever the key held.
+    async fn set(&self, key: &str, token: HolderToken, lifetime_ms: u64) -> Result<(), StoreError> {
+        let key = key_of(key);
+        let request = Request::Set {
+            key,
+            token: token.0,
+            lifetime_ms,
+        };
+        match self.call(request).await? {
+            Answer::Written => Ok(()),
+            other => unreachable!("set answered {other:?}"),
+        }
+    }
+
+    /// The scenario's `[store] compare_and_delete` (or what a swarm run drew).
+    fn compare_and_delete(&self) -> bool {
+        self.0.world().profile().system.compare_and_delete
+    }
+}
+
+impl TokenSource for SimTokens {
+    /// A token drawn from the run's one choice source, distinct from every other of the run.
+    fn fresh(&self) -> HolderToken {
+        HolderToken(services::fresh_token(self.0.world()))
+    }
+}
+
+impl Job for SimJob {
+    /// Draws the job's length (usual or long), then takes a step every `step_ms` on the
+    /// replica's clock (held by the replica's pauses), each one an effect (`Note::JobStep`);
+    /// a step fails with the `job_fail` probability. Dropped, it takes no further step.
+    async fn run(&self) -> Result<(), JobError> {
+        let world: &World<HolderLock> = self.0.world();
+        let steps = draw_job(world);
+        let duration_ms = steps.iter().sum();
+        let count = u32::try_from(steps.len()).expect("fewer than 2^32 steps");
+        self.0.note(Note::JobStarted {
+            duration_ms,
+            steps: count,
+        });
+        let (env, state) = (world.env(), world.replica(self.0.replica()));
+        for (step, ms) in (1..).zip(steps) {
+            // The job's own pace, on the replica's clock and held by its pauses; not a timer
+            // of the worker, so no `TimerSet` event.
+            env.sleep(state.virtual_span_ms(ms)).await;
+            state.gate(env).await;
+            if world.fault(world.profile().system.job_fail) {
+                self.0.note(Note::JobFailed { step });
+                return Err(JobError {
+                    reason: format!("step {step} of {count} failed"),
+                });
+            }
+            self.0.note(Note::JobStep { step });
+        }
+        self.0.note(Note::JobFinished { steps: count });
+        Ok(())
+    }
+}
+
+/// A job's steps, by length: usual, or long with the drawn share; the shortest usual job is
+/// value 0 of both draws.
+fn draw_job(world: &World<HolderLock>) -> Vec<u64> {
+    let env = world.env();
+    let job = &world.profile().system.job;
+    let range = match env.coin(job.long_share.get()) {
+        true => job.long_duration_ms,
+        false => job.duration_ms,
+    };
+    let duration_ms = env.range(range.min, range.max).max(1);
+    let step_ms = job.step_ms.get();
+    let mut steps = vec![step_ms; usize::try_from(duration_ms / step_ms).unwrap_or(0)];
+    if duration_ms % step_ms > 0 {
+        steps.push(duration_ms % step_ms);
+    }
+    // invariant: the steps add up to the drawn length.
+    debug_assert_eq!(steps.iter().sum::<u64>(), duration_ms);
+    steps
+}
+
+macro_rules! replica_of {
+    ($($port:ident),*) => {$(
+        impl $port {
+            /// The replica this port belongs to.
+            pub fn replica(&self) -> ReplicaId {
+                self.0.replica()
+            }
+        }
+    )*};
+}
+
+replica_of!(SimClock, SimStore, SimTokens, SimJob);
+
+/// The ports of `replica`, built on the world.
+pub fn ports_of(world: &Rc<World<HolderLock>>, replica: ReplicaId) -> HolderPorts {
+    let port = Port::new(world.clone(), replica);
+    HolderPorts {
+        replica,
+        config: world.profile().system.claim.clone(),
+        clock: SimClock(port.clone()),
+        store: SimStore(port.clone()),
+        tokens: SimTokens(port.clone()),
+        job: SimJob(port),
+    }
+}

@@ -1,0 +1,306 @@
+//! How the holder-lock system's events read in a trace line and draw on a timeline.
+//!
+//! Terminology:
+//! - *texts*: the system's part of a trace line (`create job:nightly-rollup token=00a3f9:4
+//!   lifetime=3000ms`); the shared part (time, replica, `->`, `applied #N:`, `<-`) is
+//!   `leasesim::trace`'s. Lifetime ends are shown relative to the start of the run.
+//! - *annotations*: a line of its own when a claim passes from one replica to another, and
+//!   when a delete removes a claim another replica made (the seed's third worker walks in
+//!   through that door).
+//! - *strokes*: a claim the store made starts a held claim on the replica's lane (labelled
+//!   with the token's serial), the attempt's end ends it; job steps are effects (drawn as deletes), a claim's end is a revocation mark,
+//!   a release that freed nothing is `FreedNothing`, a delete of another replica's claim a
+//!   `StaleDelete`.
+
+use leasesim_events::{ClockMs, EventKind, NetFailure, OpSet, ReplicaId};
+use leasesim_sim::Annotator;
+use leasesim_timeline::{CallStyle, Draw, MarkKind};
+
+use crate::HolderLock;
+use crate::events::{
+    Answer, Applied, EndKind, Event, Held, Key, Note, Op, ReleaseKind, Request, TokenText,
+};
+
+fn token(value: u64) -> TokenText {
+    TokenText(value)
+}
+
+fn held_text(held: Option<Held>) -> String {
+    match held {
+        Some(held) => format!("token {} ({}) holds it", token(held.token), held.by),
+        None => "absent".into(),
+    }
+}
+
+pub fn request_text(request: &Request) -> String {
+    let name = request.op().name();
+    let key = request.key().name();
+    match *request {
+        Request::Create {
+            token: t,
+            lifetime_ms,
+            ..
+        }
+        | Request::Renew {
+            token: t,
+            lifetime_ms,
+            ..
+        }
+        | Request::Set {
+            token: t,
+            lifetime_ms,
+            ..
+        } => format!("{name} {key} token={} lifetime={lifetime_ms}ms", token(t)),
+        Request::DeleteIfHolder { token: t, .. } => format!("{name} {key} token={}", token(t)),
+        Request::Get { .. } | Request::Delete { .. } => format!("{name} {key}"),
+    }
+}
+
+pub fn applied_text(applied: &Applied) -> String {
+    match *applied {
+        Applied::Created {
+            token: t,
+            expires_at_ms,
+            took_over,
+            ..
+        } => {
+            let mut text = format!(
+                "created token={} until {}",
+                token(t),
+                ClockMs(expires_at_ms)
+            );
+            if let Some(old) = took_over {
+                let over = format!(
+                    " (took over {}'s claim {}, run out)",
+                    old.by,
+                    token(old.token)
+                );
+                text.push_str(&over);
+            }
+            text
+        }
+        Applied::Exists { held, .. } => format!("exists: {}", held_text(Some(held))),
+        Applied::Renewed {
+            token: t,
+            expires_at_ms,
+            ..
+        } => format!(
+            "renewed token={} until {}",
+            token(t),
+            ClockMs(expires_at_ms)
+        ),
+        Applied::RenewRefused { held, .. } => format!("not renewed: {}", held_text(held)),
+        Applied::Deleted {
+            key: Key::Claim,
+            removed,
+        } => format!(
+            "deleted {}'s claim token={}",
+            removed.by,
+            token(removed.token)
+        ),
+        Applied::Deleted { key, removed } => format!(
+            "deleted {}'s token={} from {}",
+            removed.by,
+            token(removed.token),
+            key.name()
+        ),
+        Applied::NotDeleted { held, .. } => format!("deleted nothing: {}", held_text(held)),
+        Applied::Unsupported { .. } => "refused: this store has no compare-and-delete".into(),
+        Applied::Read { held, .. } => format!("read: {}", held_text(held)),
+        Applied::Written {
+            token: t,
+            expires_at_ms,
+            replaced,
+            ..
+        } => {
+            let mut text = format!("wrote token={} until {}", token(t), ClockMs(expires_at_ms));
+            if let Some(old) = replaced {
+                text.push_str(&format!(" over {}'s token {}", old.by, token(old.token)));
+            }
+            text
+        }
+    }
+}
+
+pub fn answer_text(answer: &Answer) -> String {
+    match answer {
+        Answer::Created => "created".into(),
+        Answer::Exists => "exists".into(),
+        Answer::Renewed => "renewed".into(),
+        Answer::Deleted => "deleted".into(),
+        Answer::NotHolder => "not holder".into(),
+        Answer::Absent => "absent".into(),
+        Answer::Value(t) => format!("token={}", token(*t)),
+        Answer::Written => "ok".into(),
+        Answer::Unsupported => "error: unsupported".into(),
+        Answer::Failed(NetFailure::Rejected) => "error: rejected".into(),
+        Answer::Failed(NetFailure::Timeout) => "error: timeout".into(),
+    }
+}
+
+fn end_name(end: EndKind) -> &'static str {
+    match end {
+        EndKind::StoppedBeforeStart => "stopped before start",
+        EndKind::NotHolder => "not holder",
+        EndKind::CreateFailed => "create failed",
+        EndKind::TooLate => "create answered too late, no job",
+        EndKind::JobDone => "job done",
+        EndKind::JobFailed => "job failed",
+        EndKind::LostRefused => "claim lost (renewal refused)",
+        EndKind::LostFailed => "claim lost (renewal failed)",
+        EndKind::LostNotRenewed => "claim lost (not renewed in time)",
+        EndKind::Stopped => "stopped",
+        EndKind::AlreadyRunning => "refused (already running)",
+    }
+}
+
+fn release_text(release: ReleaseKind, claims_gone: u64) -> String {
+    match release {
+        ReleaseKind::None => String::new(),
+        ReleaseKind::Deleted => "; released".into(),
+        ReleaseKind::LeftToExpire => "; claim left to run out".into(),
+        ReleaseKind::GoneForeign => {
+            format!("; the release found another token: claim gone (signal #{claims_gone})")
+        }
+        ReleaseKind::GoneAbsent => {
+            format!("; the release found the key absent: claim gone (signal #{claims_gone})")
+        }
+        ReleaseKind::Failed => "; release failed".into(),
+    }
+}
+
+/// The text of one of the system's notes.
+pub fn note_text(note: &Note) -> String {
+    match *note {
+        Note::AttemptStarted { attempt } => format!("run() attempt {attempt} begins"),
+        Note::AttemptEnded {
+            attempt,
+            end,
+            release,
+            claims_gone,
+        } => format!(
+            "run() attempt {attempt} ends: {}{}",
+            end_name(end),
+            release_text(release, claims_gone)
+        ),
+        Note::JobStarted { duration_ms, steps } => {
+            format!("job starts: {steps} steps, {duration_ms}ms")
+        }
+        Note::JobStep { step } => format!("job step {step}"),
+        Note::JobFinished { steps } => format!("job done after {steps} steps"),
+        Note::JobFailed { step } => format!("job fails at step {step} (fault)"),
+        Note::Expired { key, held } => format!(
+            "** {} runs out: {}'s token {} is gone",
+            key.name(),
+            held.by,
+            token(held.token)
+        ),
+    }
+}
+
+/// A short stable name of a note, for per-kind counts.
+pub fn note_name(note: &Note) -> &'static str {
+    match note {
+        Note::AttemptStarted { .. } => "attempt-started",
+        Note::AttemptEnded { .. } => "attempt-ended",
+        Note::JobStarted { .. } => "job-started",
+        Note::JobStep { .. } => "job-step",
+        Note::JobFinished { .. } => "job-finished",
+        Note::JobFailed { .. } => "job-failed",
+        Note::Expired { .. } => "expired",
+    }
+}
+
+/// Per trace: who made the claim key's entry last, to annotate handovers and deletes of
+/// another replica's claim.
+#[derive(Default)]
+pub struct Handover {
+    holder: Option<ReplicaId>,
+}
+
+impl Annotator<HolderLock> for Handover {
+    fn note(&mut self, event: &Event) -> Option<String> {
+        let EventKind::Applied { applied, .. } = event.kind else {
+            return None;
+        };
+        let to = event.replica?;
+        match applied {
+            Applied::Created {
+                key: Key::Claim,
+                token: t,
+                ..
+            } => match self.holder.replace(to) {
+                Some(from) if from != to => Some(format!(
+                    "** claim passes {from} -> {to} (token {})",
+                    token(t)
+                )),
+                _ => None,
+            },
+            Applied::Deleted {
+                key: Key::Claim,
+                removed,
+            } if removed.by != to => Some(format!(
+                "** {to} deleted {}'s live claim: the key is free though {} holds it",
+                removed.by, removed.by
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Creates on the first row, renewals and writes on the second, release calls on the third.
+pub fn call_style(op: Op) -> CallStyle {
+    let (row, class) = match op {
+        Op::Create => (0, "ca"),
+        Op::Renew | Op::Set => (1, "cr"),
+        Op::DeleteIfHolder | Op::Get | Op::Delete => (2, "cl"),
+    };
+    CallStyle {
+        row,
+        class,
+        name: op.name(),
+    }
+}
+
+/// Is this answer an error of the store (not a network failure)?
+pub fn answer_is_error(answer: &Answer) -> bool {
+    matches!(answer, Answer::Unsupported)
+}
+
+/// What the system's parts of an event draw (see the module docs).
+pub fn draws(event: &Event, out: &mut Vec<Draw>) {
+    let mark = |kind| Draw::Mark { kind, rows: 0 };
+    match event.kind {
+        EventKind::Applied { applied, .. } => match applied {
+            Applied::Created {
+                key: Key::Claim,
+                token: t,
+                took_over,
+                ..
+            } => {
+                if took_over.is_some() {
+                    out.push(mark(MarkKind::Takeover));
+                }
+                // The lane shows the serial part of the token.
+                out.push(Draw::HoldStart {
+                    token: t & 0xFFFF_FFFF,
+                });
+            }
+            Applied::Renewed { .. } => out.push(mark(MarkKind::Renewal)),
+            Applied::RenewRefused { .. } => out.push(mark(MarkKind::RenewLost)),
+            Applied::Deleted { removed, .. } if Some(removed.by) != event.replica => {
+                out.push(mark(MarkKind::StaleDelete));
+            }
+            Applied::Deleted { .. } => out.push(mark(MarkKind::Release)),
+            Applied::NotDeleted { .. } => out.push(mark(MarkKind::FreedNothing)),
+            _ => {}
+        },
+        EventKind::Note(Note::JobStep { .. }) => out.push(Draw::Mark {
+            kind: MarkKind::Delete,
+            rows: 1,
+        }),
+        EventKind::Note(Note::AttemptEnded { .. }) => out.push(Draw::HoldEnd { lost: false }),
+        EventKind::Note(Note::Expired { .. }) => out.push(mark(MarkKind::Revoked)),
+        _ => {}
+    }
+}

@@ -1,0 +1,66 @@
+//! The holder-lock system's service: the volatile store, applied at the apply instant, its
+//! watcher that records each lifetime's end, and the token source's draws.
+//!
+//! Terminology:
+//! - *apply*: a request of a replica reaches the store at store time (`EPOCH_MS` + virtual
+//!   time) and is applied there ([`crate::store::ClaimStore::apply`]).
+//! - *watcher*: a world task that sleeps until the next lifetime end and records it as a
+//!   `Note::Expired` at that instant (the store forgets lazily; the note is for the trace and
+//!   the coverage, the checkers work out expiries themselves).
+//! - *fresh token*: a random upper half from the run's one choice source (1..=0xFFFFFF, so
+//!   never zero) and the run's next serial in the lower half.
+
+use std::pin::pin;
+use std::rc::Rc;
+
+use leasesim_events::ReplicaId;
+use leasesim_sim::{EPOCH_MS, World};
+
+use crate::events::{Answer, Applied, HolderLock, Note, Request};
+
+/// The services of one run: the store.
+pub type Services = crate::store::ClaimStore;
+
+/// Applies a request of `replica` at the store, now.
+pub fn apply(world: &World<HolderLock>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
+    let now_ms = world.service_now_ms();
+    world.services().apply(replica, request, now_ms)
+}
+
+/// A fresh holder token (see the module docs).
+pub fn fresh_token(world: &World<HolderLock>) -> u64 {
+    let random = world.env().range(1, 0xFF_FFFF);
+    let serial = world.services().next_serial();
+    let token = (random << 32) | u64::from(serial);
+    // invariant: a fresh token has a random part, so it never equals a made-up number.
+    debug_assert!(token >> 32 != 0);
+    token
+}
+
+/// The watcher (see the module docs); runs until the run ends.
+pub async fn watch_expiries(world: Rc<World<HolderLock>>) {
+    let env = world.env();
+    let changed = world.services().changed.clone();
+    loop {
+        let wake = changed.changed();
+        let due = world.services().due_expiry();
+        let Some((at_ms, key)) = due else {
+            wake.await;
+            continue;
+        };
+        let at_virtual_ms = at_ms.saturating_sub(EPOCH_MS);
+        if at_virtual_ms > env.now_ms() {
+            let sleep = env.sleep_until(at_virtual_ms);
+            futures::future::select(pin!(wake), pin!(sleep)).await;
+            continue;
+        }
+        let now_ms = world.service_now_ms();
+        let expired = world.services().mark_expired(key, now_ms);
+        // invariant: an entry due now is recorded exactly once.
+        let entry = expired.expect("a due lifetime end is recorded");
+        env.note(Note::Expired {
+            key,
+            held: entry.held,
+        });
+    }
+}

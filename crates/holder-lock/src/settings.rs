@@ -1,0 +1,259 @@
+//! The holder-lock system's part of a scenario file, and what one run draws from it.
+//!
+//! Terminology:
+//! - *settings*: `[claim]` (the lifetime every worker writes its claim with and its renewal
+//!   interval, 0 for none), `[store]` (whether the store can compare and delete in one step),
+//!   `[job]` (how long a job takes: usually `duration_ms`, and with probability `long_share`
+//!   `long_duration_ms`; one effect every `step_ms`), `attempt_bound_ms`, and the system's
+//!   own fault `[faults] job_fail` (a job step fails).
+//! - *drawn*: what one run uses. Without swarm, the scenario's settings. With swarm, the job
+//!   faults and the share of long jobs are switched and scaled like every fault, and two
+//!   more draws may take the renewal away or the store's compare-and-delete (value 0 keeps
+//!   the scenario's, so shrinking moves back to it); the checkers judge the run against what
+//!   it drew.
+
+use holder_lock_worker::ClaimConfig;
+use leasesim_sim::scenario::{MsRange, Positive, Probability};
+use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::events::{CLAIM_KEY, HolderLock};
+
+/// `[claim]`: how every replica's worker claims the key.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClaimSection {
+    pub lifetime_ms: u64,
+    /// 0: the worker never renews.
+    pub renew_every_ms: u64,
+}
+
+impl Default for ClaimSection {
+    fn default() -> Self {
+        ClaimSection {
+            lifetime_ms: 3_000,
+            renew_every_ms: 1_000,
+        }
+    }
+}
+
+/// `[store]`: the volatile store.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreSection {
+    /// The store can delete a key only while it holds a given token, in one step.
+    pub compare_and_delete: bool,
+}
+
+impl Default for StoreSection {
+    fn default() -> Self {
+        StoreSection {
+            compare_and_delete: true,
+        }
+    }
+}
+
+/// `[job]`: the job every claim protects.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobSection {
+    /// How long a usual job takes.
+    pub duration_ms: MsRange,
+    /// How long a long job takes.
+    pub long_duration_ms: MsRange,
+    /// The share of long jobs.
+    pub long_share: Probability,
+    /// One effect (a finished step) this often.
+    pub step_ms: Positive,
+}
+
+impl Default for JobSection {
+    fn default() -> Self {
+        JobSection {
+            duration_ms: MsRange::new(500, 2_000),
+            long_duration_ms: MsRange::new(4_000, 9_000),
+            long_share: Probability::OFF,
+            step_ms: Positive::new(250),
+        }
+    }
+}
+
+/// The system's keys inside `[faults]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct FaultsFile {
+    /// Probability a job step fails.
+    job_fail: Probability,
+}
+
+/// The system's keys as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsFile {
+    #[serde(default)]
+    claim: Option<Spanned<ClaimSection>>,
+    #[serde(default)]
+    store: StoreSection,
+    #[serde(default)]
+    job: JobSection,
+    #[serde(default = "attempt_bound_ms")]
+    attempt_bound_ms: Positive,
+    #[serde(default)]
+    faults: FaultsFile,
+}
+
+fn attempt_bound_ms() -> Positive {
+    Positive::new(30_000)
+}
+
+/// The holder-lock system's checked settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// Every replica's worker configuration.
+    pub claim: ClaimConfig,
+    pub store: StoreSection,
+    pub job: JobSection,
+    /// Once faults heal, an attempt must end within this long (of its start, or of the
+    /// healing for one already running then).
+    pub attempt_bound_ms: u64,
+    pub job_fail: Probability,
+}
+
+/// The worker configuration of a `[claim]` section.
+pub fn claim_config(section: &ClaimSection) -> ClaimConfig {
+    ClaimConfig {
+        key: CLAIM_KEY.into(),
+        lifetime_ms: section.lifetime_ms,
+        renew_every_ms: (section.renew_every_ms > 0).then_some(section.renew_every_ms),
+    }
+}
+
+/// Checks the holder-lock part of a scenario file.
+pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
+    let file: SettingsFile = part.deserialize()?;
+    let (section, span) = match file.claim {
+        Some(spanned) => {
+            let span = spanned.span();
+            (spanned.into_inner(), span)
+        }
+        None => (ClaimSection::default(), 0..0),
+    };
+    let claim = claim_config(&section);
+    claim
+        .validate()
+        .map_err(|err| part.error_at(span, &format!("[claim]: {err}")))?;
+    Ok(Settings {
+        claim,
+        store: file.store,
+        job: file.job,
+        attempt_bound_ms: file.attempt_bound_ms.get(),
+        job_fail: file.faults.job_fail,
+    })
+}
+
+/// What a swarm run drew beyond the faults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwarmDraw {
+    /// The renewal was taken away (value 1 of its draw).
+    pub renewal_off: bool,
+    /// The store's compare-and-delete was taken away (value 1 of its draw).
+    pub compare_and_delete_off: bool,
+}
+
+/// What one run of the holder-lock system drew.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Drawn {
+    /// Every replica's worker configuration in this run.
+    pub claim: ClaimConfig,
+    /// The store can compare and delete in one step in this run.
+    pub compare_and_delete: bool,
+    /// The job (its `long_share` as drawn).
+    pub job: JobSection,
+    /// Probability a job step fails.
+    pub job_fail: f64,
+    /// What a swarm run drew (`None` without swarm).
+    pub swarm: Option<SwarmDraw>,
+}
+
+/// Draws the holder-lock part of one run's profile.
+pub fn draw(
+    scenario: &leasesim_sim::Scenario<HolderLock>,
+    env: &dyn Env<HolderLock>,
+    scale: &Scale<'_>,
+) -> Drawn {
+    let settings = &scenario.settings;
+    let job_fail = scale.apply(settings.job_fail.get());
+    let long_share = scale.apply(settings.job.long_share.get());
+    let job = JobSection {
+        long_share: Probability::new(long_share).expect("a scaled probability"),
+        ..settings.job.clone()
+    };
+    let swarm = scale.swarm().then(|| SwarmDraw {
+        renewal_off: settings.claim.renew_every_ms.is_some() && env.pick(2) == 1,
+        compare_and_delete_off: settings.store.compare_and_delete && env.pick(2) == 1,
+    });
+    let mut claim = settings.claim.clone();
+    let mut compare_and_delete = settings.store.compare_and_delete;
+    if let Some(draw) = swarm {
+        if draw.renewal_off {
+            claim.renew_every_ms = None;
+        }
+        compare_and_delete &= !draw.compare_and_delete_off;
+    }
+    let drawn = Drawn {
+        claim,
+        compare_and_delete,
+        job,
+        job_fail,
+        swarm,
+    };
+    // invariant: the drawn configuration is one the worker accepts, and the faults stay
+    // within their envelope.
+    assert!(drawn.claim.validate().is_ok(), "{:?}", drawn.claim);
+    debug_assert!(drawn.job_fail <= settings.job_fail.get());
+    drawn
+}
+
+/// Header lines of the holder-lock part of a profile.
+pub fn describe(drawn: &Drawn) -> Vec<String> {
+    let claim = &drawn.claim;
+    let renewal = match claim.renew_every_ms {
+        Some(every_ms) => format!("renewed every {every_ms}ms"),
+        None => "never renewed".into(),
+    };
+    let drew = |taken: bool| if taken { " (drawn)" } else { "" };
+    let swarm = drawn.swarm.unwrap_or(SwarmDraw {
+        renewal_off: false,
+        compare_and_delete_off: false,
+    });
+    let mut lines = vec![format!(
+        "claim: {} for {}ms, trusted {}ms, {renewal}{}",
+        claim.key,
+        claim.lifetime_ms,
+        claim.trusted_ms(),
+        drew(swarm.renewal_off)
+    )];
+    if !drawn.compare_and_delete {
+        let taken = drew(swarm.compare_and_delete_off);
+        lines.push(format!("store: no compare-and-delete{taken}"));
+    }
+    let job = &drawn.job;
+    let mut line = format!(
+        "job: {}..{}ms, a step every {}ms",
+        job.duration_ms.min,
+        job.duration_ms.max,
+        job.step_ms.get()
+    );
+    if job.long_share.get() > 0.0 {
+        let share = leasesim_sim::faults::probability_text(job.long_share.get());
+        let long = job.long_duration_ms;
+        line.push_str(&format!("; long ({}..{}ms) p={share}", long.min, long.max));
+    }
+    lines.push(line);
+    if drawn.job_fail > 0.0 {
+        let p = leasesim_sim::faults::probability_text(drawn.job_fail);
+        lines.push(format!("job-fail: p={p} per step"));
+    }
+    lines
+}

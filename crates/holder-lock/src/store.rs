@@ -1,0 +1,327 @@
+//! The volatile store: keys with lifetimes on the store's own clock, applied at the instant a
+//! request arrives.
+//!
+//! Terminology:
+//! - *entry*: what a key holds: a token, who wrote it, and the instant its lifetime ends.
+//! - *live*: an entry whose lifetime has not ended (`now < expires_at_ms`). An entry past its
+//!   end is absent for every operation; it stays in the table only until something
+//!   overwrites it, so a create can say whose expired claim it took over.
+//! - *compare-and-delete*: `delete_if_holder` compares and deletes in one step. A store
+//!   without it (`[store] compare_and_delete = false`) refuses that operation; `get` and
+//!   `delete` remain, so a read followed by a delete leaves a real gap.
+//! - *expiry note*: the first time an entry's lifetime ends, the store's watcher records it
+//!   (`Note::Expired`), at that instant; `due_expiry` and `mark_expired` serve it.
+//! - *serial*: the number of token draws so far, kept here so that every fresh token of a
+//!   run is distinct (see `events`).
+
+use std::rc::Rc;
+
+use leasesim_events::ReplicaId;
+use leasesim_sim::Signal;
+
+use crate::events::{Answer, Applied, Held, Key, Request};
+
+/// One key's entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub held: Held,
+    pub expires_at_ms: u64,
+    /// The watcher has recorded that its lifetime ended.
+    pub expiry_noted: bool,
+}
+
+/// The store of one run.
+#[derive(Debug)]
+pub struct ClaimStore {
+    entries: [Option<Entry>; 2],
+    compare_and_delete: bool,
+    serial: u32,
+    /// Notified whenever an entry is written or removed (the watcher waits on it).
+    pub changed: Rc<Signal>,
+}
+
+impl ClaimStore {
+    /// An empty store.
+    pub fn new(compare_and_delete: bool) -> ClaimStore {
+        ClaimStore {
+            entries: [None, None],
+            compare_and_delete,
+            serial: 0,
+            changed: Rc::default(),
+        }
+    }
+
+    pub fn compare_and_delete(&self) -> bool {
+        self.compare_and_delete
+    }
+
+    /// The next serial number of a token draw (1, 2, ...).
+    pub fn next_serial(&mut self) -> u32 {
+        let before = self.serial;
+        self.serial += 1;
+        // invariant: serials strictly increase, so no two draws of a run share one.
+        debug_assert!(self.serial > before);
+        self.serial
+    }
+
+    /// The live entry of `key` at `now_ms`.
+    pub fn live(&self, key: Key, now_ms: u64) -> Option<Entry> {
+        self.entries[key.index()].filter(|entry| now_ms < entry.expires_at_ms)
+    }
+
+    /// The entry of `key`, live or not.
+    pub fn entry(&self, key: Key) -> Option<Entry> {
+        self.entries[key.index()]
+    }
+
+    /// The earliest end of a lifetime not yet noted, with its key.
+    pub fn due_expiry(&self) -> Option<(u64, Key)> {
+        Key::ALL
+            .into_iter()
+            .filter_map(|key| {
+                let entry = self.entries[key.index()]?;
+                (!entry.expiry_noted).then_some((entry.expires_at_ms, key))
+            })
+            .min()
+    }
+
+    /// Records that the entry of `key` ran out; returns it.
+    pub fn mark_expired(&mut self, key: Key, now_ms: u64) -> Option<Entry> {
+        let entry = self.entries[key.index()].as_mut()?;
+        if entry.expiry_noted || now_ms < entry.expires_at_ms {
+            return None;
+        }
+        entry.expiry_noted = true;
+        Some(*entry)
+    }
+
+    fn write(&mut self, key: Key, held: Held, expires_at_ms: u64) {
+        self.entries[key.index()] = Some(Entry {
+            held,
+            expires_at_ms,
+            expiry_noted: false,
+        });
+        self.changed.notify();
+    }
+
+    fn remove(&mut self, key: Key) {
+        self.entries[key.index()] = None;
+        self.changed.notify();
+    }
+
+    /// Applies `request` of `replica` at store time `now_ms`.
+    pub fn apply(
+        &mut self,
+        replica: ReplicaId,
+        request: Request,
+        now_ms: u64,
+    ) -> (Applied, Answer) {
+        let outcome = match request {
+            Request::Create {
+                key,
+                token,
+                lifetime_ms,
+            } => self.create(
+                key,
+                Held { token, by: replica },
+                now_ms + lifetime_ms,
+                now_ms,
+            ),
+            Request::Renew {
+                key,
+                token,
+                lifetime_ms,
+            } => self.renew(key, token, now_ms + lifetime_ms, now_ms),
+            Request::DeleteIfHolder { key, token } => self.delete_if_holder(key, token, now_ms),
+            Request::Get { key } => {
+                let held = self.live(key, now_ms).map(|entry| entry.held);
+                let answer = held.map_or(Answer::Absent, |held| Answer::Value(held.token));
+                (Applied::Read { key, held }, answer)
+            }
+            Request::Delete { key } => self.delete(key, now_ms),
+            Request::Set {
+                key,
+                token,
+                lifetime_ms,
+            } => {
+                let replaced = self.live(key, now_ms).map(|entry| entry.held);
+                let expires_at_ms = now_ms + lifetime_ms;
+                self.write(key, Held { token, by: replica }, expires_at_ms);
+                let applied = Applied::Written {
+                    key,
+                    token,
+                    expires_at_ms,
+                    replaced,
+                };
+                (applied, Answer::Written)
+            }
+        };
+        // invariant: a write leaves the key live with the token written.
+        debug_assert!(match outcome.0 {
+            Applied::Created { key, token, .. }
+            | Applied::Renewed { key, token, .. }
+            | Applied::Written { key, token, .. } =>
+                self.live(key, now_ms).map(|e| e.held.token) == Some(token),
+            Applied::Deleted { key, .. } => self.live(key, now_ms).is_none(),
+            _ => true,
+        });
+        outcome
+    }
+
+    fn create(
+        &mut self,
+        key: Key,
+        held: Held,
+        expires_at_ms: u64,
+        now_ms: u64,
+    ) -> (Applied, Answer) {
+        if let Some(live) = self.live(key, now_ms) {
+            let applied = Applied::Exists {
+                key,
+                held: live.held,
+            };
+            return (applied, Answer::Exists);
+        }
+        let took_over = self.entries[key.index()].map(|entry| entry.held);
+        self.write(key, held, expires_at_ms);
+        let applied = Applied::Created {
+            key,
+            token: held.token,
+            expires_at_ms,
+            took_over,
+        };
+        (applied, Answer::Created)
+    }
+
+    fn renew(
+        &mut self,
+        key: Key,
+        token: u64,
+        expires_at_ms: u64,
+        now_ms: u64,
+    ) -> (Applied, Answer) {
+        match self.live(key, now_ms) {
+            Some(live) if live.held.token == token => {
+                self.write(key, live.held, expires_at_ms);
+                let applied = Applied::Renewed {
+                    key,
+                    token,
+                    expires_at_ms,
+                };
+                (applied, Answer::Renewed)
+            }
+            Some(live) => {
+                let held = Some(live.held);
+                (Applied::RenewRefused { key, held }, Answer::NotHolder)
+            }
+            None => (Applied::RenewRefused { key, held: None }, Answer::Absent),
+        }
+    }
+
+    fn delete_if_holder(&mut self, key: Key, token: u64, now_ms: u64) -> (Applied, Answer) {
+        if !self.compare_and_delete {
+            return (Applied::Unsupported { key }, Answer::Unsupported);
+        }
+        match self.live(key, now_ms) {
+            Some(live) if live.held.token == token => {
+                self.remove(key);
+                let applied = Applied::Deleted {
+                    key,
+                    removed: live.held,
+                };
+                (applied, Answer::Deleted)
+            }
+            Some(live) => {
+                let held = Some(live.held);
+                (Applied::NotDeleted { key, held }, Answer::NotHolder)
+            }
+            None => (Applied::NotDeleted { key, held: None }, Answer::Absent),
+        }
+    }
+
+    fn delete(&mut self, key: Key, now_ms: u64) -> (Applied, Answer) {
+        match self.live(key, now_ms) {
+            Some(live) => {
+                self.remove(key);
+                let applied = Applied::Deleted {
+                    key,
+                    removed: live.held,
+                };
+                (applied, Answer::Deleted)
+            }
+            None => (Applied::NotDeleted { key, held: None }, Answer::Absent),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const R1: ReplicaId = ReplicaId(0);
+    const R2: ReplicaId = ReplicaId(1);
+
+    fn create(token: u64) -> Request {
+        Request::Create {
+            key: Key::Claim,
+            token,
+            lifetime_ms: 100,
+        }
+    }
+
+    #[test]
+    fn a_claim_runs_out_and_only_its_own_token_renews_or_deletes_it() {
+        let mut store = ClaimStore::new(true);
+        assert_eq!(store.apply(R1, create(7), 0).1, Answer::Created);
+        assert_eq!(store.apply(R2, create(8), 99).1, Answer::Exists);
+        let (applied, answer) = store.apply(R2, create(8), 100);
+        assert_eq!(answer, Answer::Created, "the first claim ran out at 100");
+        assert!(matches!(
+            applied,
+            Applied::Created {
+                took_over: Some(Held { token: 7, by: R1 }),
+                ..
+            }
+        ));
+        let delete_7 = Request::DeleteIfHolder {
+            key: Key::Claim,
+            token: 7,
+        };
+        assert_eq!(store.apply(R1, delete_7, 120).1, Answer::NotHolder);
+        let renew_8 = Request::Renew {
+            key: Key::Claim,
+            token: 8,
+            lifetime_ms: 100,
+        };
+        assert_eq!(store.apply(R2, renew_8, 150).1, Answer::Renewed);
+        assert_eq!(store.live(Key::Claim, 249).map(|e| e.held.token), Some(8));
+        let blind = Request::Delete { key: Key::Claim };
+        assert_eq!(store.apply(R1, blind, 160).1, Answer::Deleted);
+        assert_eq!(store.apply(R1, blind, 161).1, Answer::Absent);
+    }
+
+    #[test]
+    fn without_compare_and_delete_only_get_and_delete_remain() {
+        let mut store = ClaimStore::new(false);
+        store.apply(R1, create(7), 0);
+        let delete_7 = Request::DeleteIfHolder {
+            key: Key::Claim,
+            token: 7,
+        };
+        assert_eq!(store.apply(R1, delete_7, 1).1, Answer::Unsupported);
+        let get = Request::Get { key: Key::Claim };
+        assert_eq!(store.apply(R1, get, 2).1, Answer::Value(7));
+        assert_eq!(store.apply(R1, get, 100).1, Answer::Absent);
+    }
+
+    #[test]
+    fn each_lifetime_end_is_due_once() {
+        let mut store = ClaimStore::new(true);
+        store.apply(R1, create(7), 0);
+        assert_eq!(store.due_expiry(), Some((100, Key::Claim)));
+        assert_eq!(store.mark_expired(Key::Claim, 99), None);
+        assert!(store.mark_expired(Key::Claim, 100).is_some());
+        assert_eq!(store.mark_expired(Key::Claim, 101), None);
+        assert_eq!(store.due_expiry(), None);
+    }
+}

@@ -1,0 +1,524 @@
+//! The reservation system (seed 002): the harness finds each defect by its own invariant, the
+//! production worker survives every scenario, and each scenario makes its situation happen.
+//!
+//! The full-size figures (20,000 seeds per scenario; seeds-to-detect over 20 ranges) are
+//! produced by the commands in README; these tests run smaller counts of the same thing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use Probe::{AcrossSeeds, EachRun};
+use leasesim::catalog::{builtin_names_of, resolve_in, resolve_typed, workers};
+use leasesim::detect::detect_range;
+use leasesim::runner::{RunReport, RunSpec, run};
+use leasesim::{Strategy, System};
+use leasesim_events::OpSet;
+use leasesim_reservations::checkers::{Invariant, Situation};
+use leasesim_reservations::events::{
+    Applied, EPOCH_MS, EventKind, Note, Op, Phase, ReplicaId, StatusView,
+};
+use leasesim_reservations::{Reservations, Scenario};
+use leasesim_rt::Feed;
+use leasesim_sim::scenario::StopAt;
+
+/// Each defective worker and the invariants that must name it, written out here on purpose
+/// (not read from the catalogue) so the catalogue cannot drift unnoticed.
+const DEFECTS: [(&str, &[Invariant]); 7] = [
+    (
+        "unguarded-expire",
+        &[Invariant::ConsumedNeverExpired, Invariant::SingleTransition],
+    ),
+    ("read-then-write-claim", &[Invariant::ExclusiveClaim]),
+    ("tokenless-release", &[Invariant::ReleaseOwnClaim]),
+    (
+        "retry-everything",
+        &[Invariant::ConflictNotRetried, Invariant::BoundedRetry],
+    ),
+    ("worker-clock-now", &[Invariant::ExpiredOnlyWhenDue]),
+    (
+        "token-per-worker",
+        &[Invariant::FreshClaimToken, Invariant::ReleaseOwnClaim],
+    ),
+    ("release-skipped-on-error", &[Invariant::ClaimReleased]),
+];
+
+fn caught_within(worker: &str, invariants: &[Invariant], strategy: Strategy, start: u64) {
+    let scenarios = resolve_in("all", Some("reservations")).unwrap();
+    let names: Vec<&str> = invariants.iter().map(|i| i.name()).collect();
+    let result = detect_range(&scenarios, worker, &names, strategy, start, 200);
+    let (seeds, runs, scenario, invariant) = result
+        .detected
+        .unwrap_or_else(|| panic!("{worker} ({strategy}) was not caught within 200 seeds"));
+    assert!(names.contains(&invariant.as_str()));
+    println!(
+        "{worker} ({strategy}): caught by {invariant} in {scenario} after {seeds} seeds / {runs} runs"
+    );
+}
+
+#[test]
+fn each_defective_worker_is_caught_by_its_own_invariant_within_200_seeds() {
+    let listed: Vec<&str> = workers()
+        .into_iter()
+        .filter(|(system, w)| *system == "reservations" && w.name != "correct")
+        .map(|(_, w)| w.name)
+        .collect();
+    let here: Vec<&str> = DEFECTS.iter().map(|(name, _)| *name).collect();
+    assert_eq!(listed, here, "one line here per defective worker");
+    for (worker, invariants) in DEFECTS {
+        let declared: Vec<&str> = workers()
+            .into_iter()
+            .find(|(_, w)| w.name == worker)
+            .map(|(_, w)| w.caught_by.to_vec())
+            .unwrap();
+        let names: Vec<&str> = invariants.iter().map(|i| i.name()).collect();
+        assert_eq!(declared, names, "{worker} declares other invariants");
+        caught_within(worker, invariants, Strategy::Random, 0);
+        caught_within(worker, invariants, Strategy::Pct { depth: 3 }, 1_000_000);
+    }
+}
+
+fn correct_run(scenario: &str, seed: u64, strategy: Strategy) -> RunReport<Reservations> {
+    let scenario = Rc::new(resolve_typed::<Reservations>(scenario).unwrap());
+    let factory = Reservations::factory("correct").unwrap();
+    run(&RunSpec::new(
+        scenario,
+        "correct",
+        factory,
+        Feed::Seed(seed),
+        strategy,
+    ))
+}
+
+#[test]
+fn the_correct_worker_passes_every_scenario() {
+    const SEEDS: u64 = 100;
+    for name in builtin_names_of("reservations") {
+        for seed in 0..SEEDS {
+            let strategy = match seed % 2 {
+                0 => Strategy::Random,
+                _ => Strategy::Pct { depth: 3 },
+            };
+            let report = correct_run(name, seed, strategy);
+            assert!(
+                report.outcome.is_pass(),
+                "{name} seed {seed} ({strategy}): {}",
+                report.outcome.sentence()
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Each scenario makes the situation it is named after happen
+//
+// Terminology (as in `proof.rs`):
+// - *probe*: reads a scenario's situation off runs of it: `EachRun` off one run (it must hold
+//   in most seeds: at least 11 of 20), `AcrossSeeds` off the 20 runs together (for swarm).
+// - *control*: a scenario in which the situation cannot happen; the probe must be false in
+//   all 20 of its seeds.
+// - *safety stop*: a `StopCalled` before `Phase(Liveness)`.
+
+const PROBE_SEEDS: u64 = 20;
+const PROBE_MIN_HITS: usize = 11;
+
+type Report = RunReport<Reservations>;
+
+#[derive(Clone, Copy)]
+enum Probe {
+    EachRun(fn(&Scenario, &Report) -> bool),
+    AcrossSeeds(fn(&Scenario, &[Report]) -> bool),
+}
+
+/// Every scenario file's probe and its control, one line each.
+#[rustfmt::skip]
+const PROBES: &[(&str, Probe, &str)] = &[
+    ("expiry-claim-takeover", EachRun(a_claim_expires_mid_batch_and_moves_on), "expiry-steady"),
+    ("expiry-clock-skew", EachRun(clocks_read_off_store_time_and_jump), "expiry-steady"),
+    ("expiry-consume-race", EachRun(consumes_race_live_claims_both_ways), "expiry-steady"),
+    ("expiry-killed-worker", EachRun(a_killed_workers_batch_is_taken_over), "expiry-steady"),
+    ("expiry-steady", EachRun(nothing_goes_wrong_and_holds_expire), "expiry-transient-errors"),
+    ("expiry-stop-anywhere", EachRun(a_safety_stop_lands_as_its_mode_says), "expiry-steady"),
+    ("expiry-swarm", AcrossSeeds(swarm_switches_faults_between_seeds), "expiry-transient-errors"),
+    ("expiry-transient-errors", EachRun(a_retry_succeeds_and_a_letter_is_recorded), "expiry-steady"),
+];
+
+#[test]
+fn every_reservation_scenario_file_has_a_probe() {
+    let files: BTreeSet<&str> = builtin_names_of("reservations").into_iter().collect();
+    let probed: BTreeSet<&str> = PROBES.iter().map(|(name, _, _)| *name).collect();
+    assert_eq!(files, probed, "one PROBES line per scenario file");
+    for (name, _, control) in PROBES {
+        assert!(
+            files.contains(control) && control != name,
+            "{name}: control {control}"
+        );
+    }
+}
+
+fn probe_runs(scenario: &Rc<Scenario>) -> Vec<Report> {
+    (0..PROBE_SEEDS)
+        .map(|seed| {
+            let factory = Reservations::factory("correct").unwrap();
+            let feed = Feed::Seed(seed);
+            let spec = RunSpec::new(scenario.clone(), "correct", factory, feed, Strategy::Random);
+            run(&RunSpec {
+                keep_events: true,
+                ..spec
+            })
+        })
+        .collect()
+}
+
+fn score(probe: Probe, scenario: &Scenario, runs: &[Report]) -> (usize, usize, usize) {
+    match probe {
+        EachRun(holds) => {
+            let hits = runs.iter().filter(|r| holds(scenario, r)).count();
+            (hits, PROBE_MIN_HITS, runs.len())
+        }
+        AcrossSeeds(holds) => (usize::from(holds(scenario, runs)), 1, 1),
+    }
+}
+
+#[test]
+fn every_reservation_scenario_makes_its_named_situation_happen_in_most_seeds() {
+    let names: BTreeSet<&str> = PROBES.iter().flat_map(|(s, _, c)| [*s, *c]).collect();
+    let (mut subject, mut control) = (BTreeMap::new(), BTreeMap::new());
+    for name in names {
+        let scenario = Rc::new(resolve_typed::<Reservations>(name).unwrap());
+        let runs = probe_runs(&scenario);
+        for (probed, probe, control_name) in PROBES {
+            if *probed == name {
+                subject.insert(*probed, score(*probe, &scenario, &runs));
+            }
+            if *control_name == name {
+                control.insert(*probed, score(*probe, &scenario, &runs));
+            }
+        }
+    }
+    let mut wrong = Vec::new();
+    for (name, _, control_name) in PROBES {
+        let (hits, needed, out_of) = subject[name];
+        let (false_hits, _, control_out_of) = control[name];
+        println!(
+            "{name}: happened in {hits} of {out_of}; in control {control_name}: {false_hits} of \
+             {control_out_of}"
+        );
+        if hits < needed {
+            wrong.push(format!(
+                "{name}: its situation happened in only {hits} of {out_of}"
+            ));
+        }
+        if false_hits > 0 {
+            wrong.push(format!(
+                "{name}: the probe also holds in {false_hits} runs of {control_name}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+// --- reading runs ----------------------------------------------------------------------------
+
+fn kinds(report: &Report) -> impl Iterator<Item = EventKind> + '_ {
+    report.events.iter().map(|e| e.event.kind)
+}
+
+fn liveness_index(report: &Report) -> usize {
+    report
+        .events
+        .iter()
+        .position(|e| e.event.kind == EventKind::Phase(Phase::Liveness))
+        .expect("every run has a liveness phase")
+}
+
+fn clock_is_skewed(report: &Report) -> bool {
+    report
+        .profile
+        .clocks
+        .iter()
+        .any(|c| c.offset_ms != 0 || c.drift_ppm != 0)
+}
+
+fn expired_some(report: &Report) -> bool {
+    kinds(report).any(|k| {
+        matches!(
+            k,
+            EventKind::Applied {
+                applied: Applied::Expired { .. },
+                ..
+            }
+        )
+    })
+}
+
+// --- the probes, one per scenario ------------------------------------------------------------
+
+/// claim-takeover: a claim expires while its worker still settles the batch, another worker
+/// claims the reservation, and the first worker's release then frees nothing.
+fn a_claim_expires_mid_batch_and_moves_on(_: &Scenario, report: &Report) -> bool {
+    report.coverage.contains(Situation::ReclaimedAfterExpiry)
+        && report.coverage.contains(Situation::ReleaseFreedNothing)
+}
+
+/// clock-skew: clocks are drawn skewed, read at least a second off the store's time, jump,
+/// and holds still expire (the store's clock decides).
+fn clocks_read_off_store_time_and_jump(_: &Scenario, report: &Report) -> bool {
+    let off = report.events.iter().any(|e| match e.event.kind {
+        EventKind::ClockRead { now_ms } => now_ms.abs_diff(EPOCH_MS + e.at_ms) >= 1_000,
+        _ => false,
+    });
+    let jumped = kinds(report).any(|k| matches!(k, EventKind::ClockJumped { .. }));
+    clock_is_skewed(report) && off && jumped && expired_some(report)
+}
+
+/// consume-race: consumes land past deadlines on claimed holds, and both sides win at least
+/// once: a transition answers not-eligible for a consumed hold, and a consume is refused for
+/// a hold just expired.
+fn consumes_race_live_claims_both_ways(_: &Scenario, report: &Report) -> bool {
+    let consume_won = kinds(report).any(|k| {
+        matches!(
+            k,
+            EventKind::Applied {
+                applied: Applied::NotEligible {
+                    status: StatusView::Consumed,
+                    ..
+                },
+                ..
+            }
+        )
+    });
+    let expire_won = kinds(report).any(|k| {
+        matches!(
+            k,
+            EventKind::Note(Note::ConsumeRefused {
+                status: StatusView::Expired,
+                ..
+            })
+        )
+    });
+    report.coverage.contains(Situation::ConsumeRacesExpiry) && consume_won && expire_won
+}
+
+/// killed-worker: a worker dies after an update, and a hold of its unreleased batch is later
+/// claimed by another worker.
+fn a_killed_workers_batch_is_taken_over(_: &Scenario, report: &Report) -> bool {
+    let mut batch: BTreeMap<ReplicaId, BTreeSet<u32>> = BTreeMap::new();
+    let mut orphans: BTreeMap<u32, ReplicaId> = BTreeMap::new();
+    for e in &report.events {
+        let Some(replica) = e.event.replica else {
+            continue;
+        };
+        match e.event.kind {
+            EventKind::Applied {
+                applied: Applied::Claimed { ids, .. },
+                ..
+            } => {
+                if ids
+                    .as_slice()
+                    .iter()
+                    .any(|id| orphans.get(id).is_some_and(|r| *r != replica))
+                {
+                    return true;
+                }
+                batch.insert(replica, ids.as_slice().iter().copied().collect());
+            }
+            EventKind::Applied {
+                applied: Applied::Released { id, .. },
+                ..
+            } => {
+                batch.entry(replica).or_default().remove(&id);
+            }
+            EventKind::Note(Note::Killed) => {
+                for id in batch.remove(&replica).unwrap_or_default() {
+                    orphans.insert(id, replica);
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// steady: no fault of any kind, no stop before shutdown, clocks true, and holds expire.
+fn nothing_goes_wrong_and_holds_expire(_: &Scenario, report: &Report) -> bool {
+    let safety = &report.events[..liveness_index(report)];
+    let fault = kinds(report).any(|k| {
+        matches!(
+            k,
+            EventKind::Rejected { .. }
+                | EventKind::ReplyLost { .. }
+                | EventKind::Paused { .. }
+                | EventKind::ClockJumped { .. }
+                | EventKind::Note(Note::Killed)
+                | EventKind::Applied {
+                    applied: Applied::StoreTimeout | Applied::Invalid { .. },
+                    ..
+                }
+        )
+    });
+    let early_stop = safety.iter().any(|e| e.event.kind == EventKind::StopCalled);
+    !fault && !early_stop && !clock_is_skewed(report) && expired_some(report)
+}
+
+/// stop-anywhere: a safety stop lands as the run's drawn stop mode says: while a call of the
+/// named operation is open, between polls (holding no claim), or anywhere (time).
+fn a_safety_stop_lands_as_its_mode_says(_: &Scenario, report: &Report) -> bool {
+    let mode = report.profile.stop.at;
+    let mut open: BTreeMap<(ReplicaId, u64), Op> = BTreeMap::new();
+    let mut holding: BTreeMap<ReplicaId, usize> = BTreeMap::new();
+    for e in &report.events[..liveness_index(report)] {
+        let Some(replica) = e.event.replica else {
+            continue;
+        };
+        match e.event.kind {
+            EventKind::Call { call, request } => {
+                open.insert((replica, call), request.op());
+                if request.op() == Op::Release {
+                    let held = holding.entry(replica).or_default();
+                    *held = held.saturating_sub(1);
+                }
+            }
+            EventKind::Answered { call, answer, .. } => {
+                open.remove(&(replica, call));
+                if let leasesim_reservations::events::Answer::Claimed { ids, .. } = answer {
+                    *holding.entry(replica).or_default() += ids.len();
+                }
+            }
+            EventKind::StopCalled => {
+                let busy = |op: Op| open.iter().any(|((of, _), o)| *of == replica && *o == op);
+                let landed = match mode {
+                    StopAt::During(op) => busy(op),
+                    StopAt::BetweenTerms => holding.get(&replica).copied().unwrap_or(0) == 0,
+                    StopAt::Time => true,
+                    StopAt::None | StopAt::Anywhere => false,
+                };
+                if landed {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// transient-errors: a transition that failed transiently is retried and then expires its
+/// hold, and a dead letter is recorded.
+fn a_retry_succeeds_and_a_letter_is_recorded(_: &Scenario, report: &Report) -> bool {
+    report.coverage.contains(Situation::RetryThenSuccess)
+        && report.coverage.contains(Situation::DeadLetter)
+}
+
+/// One fault dimension of a run: (name, switched on in the profile, seen in the run).
+fn fault_dimensions(report: &Report) -> Vec<(String, bool, bool)> {
+    let profile = &report.profile;
+    let seen = |wanted: fn(&EventKind) -> bool| kinds(report).any(|k| wanted(&k));
+    let mut dimensions: Vec<(String, bool, bool)> = Op::ALL
+        .iter()
+        .map(|&op| {
+            let rejected =
+                kinds(report).any(|k| matches!(k, EventKind::Rejected { op: of, .. } if of == op));
+            (
+                format!("reject {}", op.name()),
+                profile.reject.get(op) > 0.0,
+                rejected,
+            )
+        })
+        .collect();
+    let system = &profile.system;
+    dimensions.extend([
+        (
+            "reply-lost".to_string(),
+            Op::ALL.iter().any(|&op| profile.reply_lost.get(op) > 0.0),
+            seen(|k| matches!(k, EventKind::ReplyLost { .. })),
+        ),
+        (
+            "store-timeout".to_string(),
+            system.store_timeout > 0.0,
+            seen(|k| {
+                matches!(
+                    k,
+                    EventKind::Applied {
+                        applied: Applied::StoreTimeout,
+                        ..
+                    }
+                )
+            }),
+        ),
+        (
+            "kill".to_string(),
+            system.kill > 0.0,
+            seen(|k| matches!(k, EventKind::Note(Note::Killed))),
+        ),
+        (
+            "pause".to_string(),
+            profile.pause.probability > 0.0,
+            seen(|k| matches!(k, EventKind::Paused { .. })),
+        ),
+        (
+            "clock-jump".to_string(),
+            profile.jump.probability > 0.0,
+            seen(|k| matches!(k, EventKind::ClockJumped { .. })),
+        ),
+    ]);
+    dimensions
+}
+
+/// swarm: across the seeds, at least eight fault dimensions are off in one seed's profile
+/// (and absent from its run) and on in another's (and present in its run).
+fn swarm_switches_faults_between_seeds(scenario: &Scenario, runs: &[Report]) -> bool {
+    let per_run: Vec<Vec<(String, bool, bool)>> = runs.iter().map(fault_dimensions).collect();
+    let varying: Vec<&str> = (0..per_run[0].len())
+        .filter(|&d| {
+            let off = per_run.iter().any(|dims| !dims[d].1 && !dims[d].2);
+            let on = per_run.iter().any(|dims| dims[d].1 && dims[d].2);
+            off && on
+        })
+        .map(|d| per_run[0][d].0.as_str())
+        .collect();
+    println!("{}: switched between seeds: {varying:?}", scenario.name);
+    varying.len() >= 8
+}
+
+// --- the library entry ----------------------------------------------------------------------
+
+/// A user's own worker: the production core behind a newtype, as a user crate would wrap it.
+struct Wrapped(leasesim::reservations::SimWorker);
+
+impl leasesim::reservations::WorkerUnderTest for Wrapped {
+    fn run(
+        &self,
+    ) -> leasesim::reservations::LocalBoxFuture<
+        '_,
+        Result<leasesim::reservations::RunReport, leasesim::reservations::RunError>,
+    > {
+        Box::pin(self.0.run())
+    }
+
+    fn stop(&self) -> leasesim::reservations::LocalBoxFuture<'_, ()> {
+        Box::pin(self.0.stop())
+    }
+}
+
+#[test]
+fn the_check_entry_passes_a_users_worker_and_names_a_defects_invariant() {
+    use leasesim::reservations::{check, correct_worker_of};
+    let summary = check("expiry-consume-race", |ports| {
+        Wrapped(correct_worker_of(ports))
+    })
+    .seeds(5);
+    assert_eq!(
+        (summary.scenario.as_str(), summary.seeds),
+        ("expiry-consume-race", 5)
+    );
+    let failure = check("expiry-consume-race", correct_worker_of)
+        .builtin_worker("unguarded-expire")
+        .try_seeds(20)
+        .expect_err("the defect is caught");
+    let text = failure.to_string();
+    assert!(text.contains("consumed-never-expired"), "{text}");
+    assert!(
+        text.contains("leasesim replay --scenario expiry-consume-race --seed"),
+        "{text}"
+    );
+}

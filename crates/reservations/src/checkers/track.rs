@@ -1,0 +1,392 @@
+//! What the checkers follow. Every checker owns its own instances and feeds them itself, so no
+//! checker trusts another's bookkeeping, and none trusts the store's answers.
+//!
+//! Terminology:
+//! - *ledger*: the store side, per reservation: its deadline and status (from the agents'
+//!   notes and the applied transitions), its claim (from applied claims and releases),
+//!   whether a dead letter parked it. Built from what the store *applied*, never from what it
+//!   answered a worker.
+//! - *desk*: the worker side, per replica: its calls in flight, the reservations it was
+//!   answered as claimed and has not sent a release for (each with its attempts, its latest
+//!   transition answer, the pause since, its dead letter), its latest clock reading, its stop,
+//!   its run, its kill.
+//! - *judge, then observe*: a checker judges an event against the state *before* it, then
+//!   feeds the event to its ledger or desk.
+//! - *incarnation*: a replica's worker from its start, or from `Restarted`, to the next
+//!   `Restarted`; a desk forgets everything at `Restarted`.
+
+use leasesim_invariants::{PerReplica, Ring};
+
+use crate::events::{
+    Answer, Applied, EPOCH_MS, Event, EventKind, Failure, Note, OutcomeView, ReplicaId, Request,
+    Stamped, StatusView,
+};
+
+/// A stamped event of the system.
+pub type Stamp = Stamped<Event>;
+
+/// The store's clock at an event.
+pub fn store_ms(event: &Stamp) -> u64 {
+    EPOCH_MS + event.at_ms
+}
+
+/// A claim as the ledger saw the store set it.
+#[derive(Clone, Debug)]
+pub struct ClaimSeen {
+    pub token: u64,
+    /// On the store's clock.
+    pub until_ms: u64,
+    pub replica: ReplicaId,
+    /// The call that set it.
+    pub call: u64,
+    pub event: Stamp,
+}
+
+/// One reservation, as the ledger follows it.
+#[derive(Clone, Debug)]
+pub struct HoldSeen {
+    pub hold_until_ms: u64,
+    pub status: StatusView,
+    pub malformed: bool,
+    pub parked: bool,
+    pub placed: Stamp,
+    /// The event that moved it out of held.
+    pub changed: Option<Stamp>,
+    /// The latest claim the store set, until a release freed it.
+    pub claim: Option<ClaimSeen>,
+}
+
+impl HoldSeen {
+    /// The claim, if it is still live at store time `now_ms`.
+    pub fn live_claim(&self, now_ms: u64) -> Option<&ClaimSeen> {
+        self.claim.as_ref().filter(|claim| claim.until_ms > now_ms)
+    }
+}
+
+/// The store side (see the module docs).
+#[derive(Debug, Default)]
+pub struct Ledger {
+    holds: Vec<Option<HoldSeen>>,
+}
+
+impl Ledger {
+    pub fn get(&self, id: u32) -> Option<&HoldSeen> {
+        self.holds.get(id as usize)?.as_ref()
+    }
+
+    fn get_mut(&mut self, id: u32) -> Option<&mut HoldSeen> {
+        self.holds.get_mut(id as usize)?.as_mut()
+    }
+
+    /// Every reservation followed, by id.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &HoldSeen)> {
+        self.holds
+            .iter()
+            .enumerate()
+            .filter_map(|(id, hold)| Some((u32::try_from(id).ok()?, hold.as_ref()?)))
+    }
+
+    fn place(&mut self, id: u32, hold_until_ms: u64, malformed: bool, event: &Stamp) {
+        let index = id as usize;
+        if self.holds.len() <= index {
+            self.holds.resize(index + 1, None);
+        }
+        self.holds[index] = Some(HoldSeen {
+            hold_until_ms,
+            status: StatusView::Held,
+            malformed,
+            parked: false,
+            placed: event.clone(),
+            changed: None,
+            claim: None,
+        });
+    }
+
+    fn settle(&mut self, id: u32, to: StatusView, event: &Stamp) {
+        if let Some(hold) = self.get_mut(id)
+            && hold.status != to
+        {
+            hold.status = to;
+            hold.changed = Some(event.clone());
+        }
+    }
+
+    fn claim(&mut self, id: u32, token: u64, until_ms: u64, call: u64, event: &Stamp) {
+        let Some(replica) = event.event.replica else {
+            return;
+        };
+        if let Some(hold) = self.get_mut(id) {
+            hold.claim = Some(ClaimSeen {
+                token,
+                until_ms,
+                replica,
+                call,
+                event: event.clone(),
+            });
+        }
+    }
+
+    /// Takes in one event (judge it first).
+    pub fn observe(&mut self, event: &Stamp) {
+        match event.event.kind {
+            EventKind::Note(Note::Placed {
+                id,
+                hold_until_ms,
+                malformed,
+            }) => self.place(id, hold_until_ms, malformed, event),
+            EventKind::Note(Note::Consumed { id, .. }) => {
+                self.settle(id, StatusView::Consumed, event);
+            }
+            EventKind::Applied { call, applied } => self.applied(call, applied, event),
+            _ => {}
+        }
+    }
+
+    fn applied(&mut self, call: u64, applied: Applied, event: &Stamp) {
+        match applied {
+            Applied::Expired { id, .. } | Applied::ExpiredById { id, .. } => {
+                self.settle(id, StatusView::Expired, event);
+            }
+            Applied::Claimed {
+                ids,
+                token,
+                until_ms,
+            } => {
+                for &id in ids.as_slice() {
+                    self.claim(id, token, until_ms, call, event);
+                }
+            }
+            Applied::ClaimWritten {
+                id,
+                token,
+                until_ms,
+                ..
+            } => self.claim(id, token, until_ms, call, event),
+            Applied::Released {
+                id, freed: true, ..
+            }
+            | Applied::ReleasedAny {
+                id, freed: Some(_), ..
+            } => {
+                if let Some(hold) = self.get_mut(id) {
+                    hold.claim = None;
+                }
+            }
+            Applied::Parked { id } => {
+                if let Some(hold) = self.get_mut(id) {
+                    hold.parked = true;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Is this transition answer a transient failure (worth another attempt)?
+pub fn is_transient(answer: &Answer) -> bool {
+    matches!(
+        answer,
+        Answer::Failed(Failure::Rejected | Failure::Timeout | Failure::StoreTimeout)
+    )
+}
+
+/// Is this transition answer a state conflict?
+pub fn is_conflict(answer: &Answer) -> bool {
+    matches!(
+        answer,
+        Answer::Expire(OutcomeView::AlreadyDone | OutcomeView::NotEligible)
+    )
+}
+
+/// One reservation a replica was answered as claimed and has not sent a release for.
+#[derive(Clone, Debug)]
+pub struct Claimed {
+    pub id: u32,
+    pub token: u64,
+    /// The call whose answer claimed it (a claim, or a claim write).
+    pub claim_call: u64,
+    pub answered: Stamp,
+    /// The first clock reading of the replica after that answer.
+    pub first_seen_ms: Option<u64>,
+    /// Transition calls sent for it under this claim.
+    pub attempts: u32,
+    /// The latest transition answer, with its event.
+    pub last_answer: Option<(Answer, Stamp)>,
+    /// The first pause started after the latest transition answer: its length and event.
+    pub pause: Option<(u64, Stamp)>,
+    /// The dead-letter call sent for it.
+    pub letter: Option<Stamp>,
+}
+
+/// How the replica's latest poll ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollEnd {
+    /// It claimed something.
+    Claimed,
+    /// It answered nothing, or failed.
+    Idle,
+}
+
+/// The worker side of one replica (see the module docs).
+#[derive(Debug, Default)]
+pub struct Desk {
+    pub calls: Vec<(u64, Request, Stamp)>,
+    pub claimed: Vec<Claimed>,
+    /// Reservations answered by a read of due ids and not yet claimed (read-then-write).
+    pub read: Vec<u32>,
+    pub last_clock_ms: Option<u64>,
+    pub stop: Option<Stamp>,
+    pub run: Option<Stamp>,
+    pub killed: Option<Stamp>,
+    /// The latest poll's end and its event, and the first pause started after it.
+    pub poll: Option<(PollEnd, Stamp)>,
+    pub poll_pause: Option<(u64, Stamp)>,
+    /// The replica's last events, for context.
+    pub recent: Ring<Event, 4>,
+}
+
+impl Desk {
+    pub fn claimed(&self, id: u32) -> Option<&Claimed> {
+        self.claimed.iter().find(|held| held.id == id)
+    }
+
+    fn claimed_mut(&mut self, id: u32) -> Option<&mut Claimed> {
+        self.claimed.iter_mut().find(|held| held.id == id)
+    }
+
+    /// The request of call `call`, if it is in flight.
+    pub fn request(&self, call: u64) -> Option<&(u64, Request, Stamp)> {
+        self.calls.iter().find(|(sent, _, _)| *sent == call)
+    }
+
+    /// Takes in one event of this replica (judge it first).
+    pub fn observe(&mut self, event: &Stamp) {
+        match event.event.kind {
+            EventKind::Call { call, request } => self.sent(call, request, event),
+            EventKind::Answered { call, answer, .. } => self.answered(call, answer, event),
+            EventKind::ClockRead { now_ms } => {
+                self.last_clock_ms = Some(now_ms);
+                for held in self
+                    .claimed
+                    .iter_mut()
+                    .filter(|h| h.first_seen_ms.is_none())
+                {
+                    held.first_seen_ms = Some(now_ms);
+                }
+            }
+            EventKind::TimerSet { duration_ms } => self.paused(duration_ms, event),
+            EventKind::StopCalled => self.stop = Some(event.clone()),
+            EventKind::Restarted => *self = Desk::default(),
+            EventKind::Note(Note::RunStarted { .. }) => self.run = Some(event.clone()),
+            EventKind::Note(Note::RunEnded { .. }) => self.run = None,
+            EventKind::Note(Note::Killed) => {
+                self.killed = Some(event.clone());
+                self.run = None;
+                self.claimed.clear();
+                self.calls.clear();
+                self.poll = None;
+            }
+            _ => {}
+        }
+        self.recent.push(event);
+    }
+
+    fn paused(&mut self, duration_ms: u64, event: &Stamp) {
+        let pause = Some((duration_ms, event.clone()));
+        for held in &mut self.claimed {
+            if held.last_answer.is_some() && held.pause.is_none() {
+                held.pause.clone_from(&pause);
+            }
+        }
+        if self.poll.is_some() && self.poll_pause.is_none() {
+            self.poll_pause = pause;
+        }
+    }
+
+    fn sent(&mut self, call: u64, request: Request, event: &Stamp) {
+        self.calls.push((call, request, event.clone()));
+        match request {
+            Request::Release { id, .. } | Request::ReleaseAny { id } => {
+                self.claimed.retain(|held| held.id != id);
+            }
+            Request::Expire { id, .. } | Request::ExpireById { id } => {
+                if let Some(held) = self.claimed_mut(id) {
+                    held.attempts += 1;
+                    held.pause = None;
+                }
+            }
+            Request::DeadLetter { letter } => {
+                if let Some(held) = self.claimed_mut(letter.id) {
+                    held.letter = Some(event.clone());
+                }
+            }
+            Request::Claim { .. } | Request::ReadDue { .. } => {
+                self.poll = None;
+                self.poll_pause = None;
+                self.read.clear();
+            }
+            Request::WriteClaim { .. } => {}
+        }
+    }
+
+    fn claim(&mut self, id: u32, token: u64, claim_call: u64, event: &Stamp) {
+        self.claimed.retain(|held| held.id != id);
+        self.claimed.push(Claimed {
+            id,
+            token,
+            claim_call,
+            answered: event.clone(),
+            first_seen_ms: None,
+            attempts: 0,
+            last_answer: None,
+            pause: None,
+            letter: None,
+        });
+    }
+
+    fn answered(&mut self, call: u64, answer: Answer, event: &Stamp) {
+        let Some(index) = self.calls.iter().position(|(sent, _, _)| *sent == call) else {
+            return;
+        };
+        let (_, request, _) = self.calls.swap_remove(index);
+        match (request, answer) {
+            (Request::Claim { token, .. }, Answer::Claimed { ids, .. }) => {
+                for &id in ids.as_slice() {
+                    self.claim(id, token, call, event);
+                }
+                let end = if ids.is_empty() {
+                    PollEnd::Idle
+                } else {
+                    PollEnd::Claimed
+                };
+                self.poll = Some((end, event.clone()));
+            }
+            (Request::Claim { .. } | Request::ReadDue { .. }, Answer::Failed(_)) => {
+                self.poll = Some((PollEnd::Idle, event.clone()));
+            }
+            (Request::ReadDue { .. }, Answer::Due(ids)) => {
+                self.read = ids.as_slice().to_vec();
+                let end = if ids.is_empty() {
+                    PollEnd::Idle
+                } else {
+                    PollEnd::Claimed
+                };
+                self.poll = Some((end, event.clone()));
+            }
+            (Request::WriteClaim { id, token, .. }, Answer::Written) => {
+                self.claim(id, token, call, event);
+            }
+            (request, answer) if request.is_expire() => {
+                let id = request.id().expect("a transition names its reservation");
+                if let Some(held) = self.claimed_mut(id) {
+                    held.last_answer = Some((answer, event.clone()));
+                    held.pause = None;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One desk per replica.
+pub type Desks = PerReplica<Desk>;

@@ -1,0 +1,108 @@
+//! How the reservation world drives its workers, and what it notes at the end.
+//!
+//! Terminology:
+//! - *driver*: one task per replica. It calls `run()` once (the worker polls until it is
+//!   stopped) and records the run's start and its report (notes `RunStarted`, `RunEnded`).
+//! - *kill*: when the process switch trips (the `kill` fault, at a port's kill point), the
+//!   driver drops the run future: nothing of it runs again, no release is sent. After
+//!   `restart_ms` its supervisor calls `run()` again (a fresh process keeps nothing in memory;
+//!   the claims it held simply expire).
+//! - *metrics*: as the liveness phase ends, the store's metrics (note `Metrics`).
+
+use std::pin::pin;
+use std::rc::Rc;
+
+use futures::future::{Either, select};
+use leasesim_events::ReplicaId;
+use leasesim_sim::World;
+use reservations_worker::{RunEnd, RunError, RunReport};
+
+use crate::Reservations;
+use crate::events::{EndView, Note, ReportView};
+use crate::services::Process;
+
+fn count(value: u64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+/// A `run()` result as the `RunEnded` note carries it.
+pub fn report_view(result: &Result<RunReport, RunError>) -> ReportView {
+    let report = match result {
+        Ok(report) => report.clone(),
+        Err(RunError::AlreadyRunning) => RunReport::new(RunEnd::Stopped),
+    };
+    let end = match (result, report.end) {
+        (Err(RunError::AlreadyRunning), _) => EndView::AlreadyRunning,
+        (Ok(_), RunEnd::StoppedBeforeStart) => EndView::StoppedBeforeStart,
+        (Ok(_), RunEnd::Stopped) => EndView::Stopped,
+    };
+    ReportView {
+        end,
+        polls: count(report.polls),
+        claim_errors: count(report.claim_errors),
+        claimed: count(report.claimed),
+        expired: count(report.expired),
+        already_done: count(report.already_done),
+        not_eligible: count(report.not_eligible),
+        retries: count(report.retries),
+        dead_letters: count(report.dead_letters),
+        dead_letter_errors: count(report.dead_letter_errors),
+        release_errors: count(report.release_errors),
+        abandoned: count(report.abandoned),
+        max_claim_age_ms: count(report.max_claim_age_ms),
+    }
+}
+
+async fn killed(process: &Process) {
+    while !process.killed.get() {
+        process.kill.changed().await;
+    }
+}
+
+/// Runs the replica's worker until it reports it was stopped, restarting it after each kill,
+/// or until the replica was restarted with a fresh worker (which has a driver of its own).
+pub async fn drive(world: Rc<World<Reservations>>, replica: ReplicaId) {
+    let env = world.env();
+    let state = world.replica(replica);
+    let Some((worker, generation)) = state.worker() else {
+        return;
+    };
+    let process = world.services().process(replica);
+    let every = world.scenario().schedule.run_every_ms;
+    // The longest start delay is value 0, the simplest choice.
+    env.sleep(every.max - env.range(0, every.max - every.min))
+        .await;
+    for run in 1.. {
+        state.gate(env).await;
+        if state.replaced_since(generation) {
+            return;
+        }
+        env.note_for(replica, Note::RunStarted { run });
+        let ended = {
+            let running = pin!(worker.run());
+            match select(running, pin!(killed(&process))).await {
+                Either::Left((result, _)) => Some(result),
+                Either::Right(((), _)) => None,
+            }
+        };
+        state.set_between_terms(true);
+        if let Some(result) = ended {
+            let report = report_view(&result);
+            env.note_for(replica, Note::RunEnded { run, report });
+            return;
+        }
+        // The process died: its supervisor starts it again later (value 0: the longest wait).
+        let restart = world.profile().system.restart_ms;
+        env.sleep(restart.max - env.range(0, restart.max - restart.min))
+            .await;
+        process.killed.set(false);
+        // invariant: a restarted process holds no claim it knows of.
+        debug_assert_eq!(process.held.get(), 0);
+    }
+}
+
+/// As the liveness phase ends: the store's metrics.
+pub fn note_metrics(world: &World<Reservations>) {
+    let metrics = world.services().store.metrics(world.service_now_ms());
+    world.env().note(Note::Metrics(metrics));
+}

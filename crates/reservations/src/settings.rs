@@ -1,0 +1,307 @@
+//! The reservation system's part of a scenario file, and what one run draws from it.
+//!
+//! Terminology:
+//! - *settings*: `[worker]` (every replica's worker configuration), `[agents]` (how support
+//!   agents place and consume holds), `due_bound_ms` (the liveness bound), and this system's
+//!   faults: `[faults] store_timeout` (the store times a statement out without applying it),
+//!   `[faults] malformed` (a placed hold's record is malformed: every transition of it fails
+//!   for good) and `[faults.kill]` (a replica's process dies right after a transition answered
+//!   expired, before its release; a supervisor restarts it later).
+//! - *worker settings*: with swarm each run also draws the batch size and the claim duration
+//!   (value 0 keeps the scenario's); the checkers judge the run against what it drew.
+//!
+//! Value 0 of every draw is "off" or "the scenario's own", so shrinking moves toward them.
+
+use std::ops::Range;
+
+use leasesim_sim::scenario::{MsRange, Positive, Probability};
+use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
+use reservations_worker::{RetryPolicy, WorkerConfig};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::events::{MAX_BATCH, Reservations};
+
+/// `[worker]`: the configuration every replica's worker is built with.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerSection {
+    pub batch_size: u32,
+    pub claim_for_ms: u64,
+    pub idle_ms: u64,
+    pub idle_jitter_ms: u64,
+    pub max_attempts: u32,
+    pub initial_backoff_ms: u64,
+    pub max_backoff_ms: u64,
+}
+
+impl Default for WorkerSection {
+    fn default() -> Self {
+        let retry = RetryPolicy::default();
+        WorkerSection {
+            batch_size: 8,
+            claim_for_ms: 10_000,
+            idle_ms: 1_000,
+            idle_jitter_ms: 2_000,
+            max_attempts: retry.max_attempts,
+            initial_backoff_ms: retry.initial_backoff_ms,
+            max_backoff_ms: retry.max_backoff_ms,
+        }
+    }
+}
+
+impl WorkerSection {
+    fn config(&self) -> WorkerConfig {
+        WorkerConfig {
+            batch_size: self.batch_size,
+            claim_for_ms: self.claim_for_ms,
+            idle_ms: self.idle_ms,
+            idle_jitter_ms: self.idle_jitter_ms,
+            retry: RetryPolicy {
+                initial_backoff_ms: self.initial_backoff_ms,
+                max_backoff_ms: self.max_backoff_ms,
+                max_attempts: self.max_attempts,
+            },
+        }
+    }
+}
+
+/// `[agents]`: support agents placing and consuming holds (a world task).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentsSection {
+    /// The pause between two placements.
+    pub place_every_ms: MsRange,
+    /// How long a placed hold lasts before it is due.
+    pub hold_ms: MsRange,
+    /// Holds placed at the start whose deadlines have already passed (a backlog).
+    pub backlog: u32,
+    /// The probability a placed hold gets consumed by an agent.
+    pub consume: Probability,
+    /// Of the consumed holds, the share whose consume is aimed at the deadline.
+    pub at_deadline: Probability,
+    /// A consume aimed at the deadline lands this long after it.
+    pub race_ms: MsRange,
+}
+
+impl Default for AgentsSection {
+    fn default() -> Self {
+        AgentsSection {
+            place_every_ms: MsRange::new(300, 900),
+            hold_ms: MsRange::new(2_000, 8_000),
+            backlog: 10,
+            consume: Probability::new(0.3).expect("a probability"),
+            at_deadline: Probability::new(0.5).expect("a probability"),
+            race_ms: MsRange::new(0, 300),
+        }
+    }
+}
+
+/// `[faults.kill]`: a process dies after a transition answered expired, before its release.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KillSection {
+    /// Per transition answered expired (safety phase only).
+    pub probability: Probability,
+    /// How long the process stays dead before its supervisor starts `run()` again.
+    pub restart_ms: MsRange,
+}
+
+impl Default for KillSection {
+    fn default() -> Self {
+        KillSection {
+            probability: Probability::OFF,
+            restart_ms: MsRange::new(1_000, 4_000),
+        }
+    }
+}
+
+/// The system's keys inside `[faults]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct FaultsFile {
+    store_timeout: Probability,
+    malformed: Probability,
+    kill: KillSection,
+}
+
+/// The system's keys as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsFile {
+    #[serde(default)]
+    worker: Option<Spanned<WorkerSection>>,
+    #[serde(default)]
+    agents: AgentsSection,
+    #[serde(default = "due_bound_ms")]
+    due_bound_ms: Positive,
+    #[serde(default)]
+    faults: FaultsFile,
+}
+
+fn due_bound_ms() -> Positive {
+    Positive::new(45_000)
+}
+
+/// The reservation system's checked settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// Every replica's worker configuration.
+    pub worker: WorkerConfig,
+    pub agents: AgentsSection,
+    /// Once faults heal, a due held reservation must be expired (or parked by a dead letter)
+    /// within this long of its deadline or of the healing, whichever is later.
+    pub due_bound_ms: u64,
+    pub store_timeout: Probability,
+    pub malformed: Probability,
+    pub kill: KillSection,
+}
+
+fn split<T: Default>(section: Option<Spanned<T>>) -> (T, Range<usize>) {
+    match section {
+        Some(spanned) => {
+            let span = spanned.span();
+            (spanned.into_inner(), span)
+        }
+        None => (T::default(), 0..0),
+    }
+}
+
+/// Checks the reservation part of a scenario file.
+pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
+    let file: SettingsFile = part.deserialize()?;
+    let (worker, worker_span) = split(file.worker);
+    let config = worker.config();
+    config
+        .validate()
+        .map_err(|err| part.error_at(worker_span.clone(), &format!("[worker]: {err}")))?;
+    if config.batch_size as usize > MAX_BATCH {
+        let message = format!(
+            "[worker]: batch_size {} is above {MAX_BATCH}, the most one claim answer carries in \
+             the simulation",
+            config.batch_size
+        );
+        return Err(part.error_at(worker_span, &message));
+    }
+    Ok(Settings {
+        worker: config,
+        agents: file.agents,
+        due_bound_ms: file.due_bound_ms.get(),
+        store_timeout: file.faults.store_timeout,
+        malformed: file.faults.malformed,
+        kill: file.faults.kill,
+    })
+}
+
+/// Where a swarm run's worker settings came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerDraw {
+    /// The scenario's own `[worker]` settings (value 0 of the draw).
+    Own,
+    /// A batch of 1 to 8 and a short claim (0.5 to 3 s): claims expire while a worker still
+    /// settles its batch, so other workers take its reservations over.
+    ShortClaims,
+}
+
+impl WorkerDraw {
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkerDraw::Own => "the scenario's",
+            WorkerDraw::ShortClaims => "drawn: short claims",
+        }
+    }
+}
+
+/// What one run of the reservation system drew.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Drawn {
+    /// Probability a store apply times out without applying.
+    pub store_timeout: f64,
+    /// Probability a placed hold is malformed.
+    pub malformed: f64,
+    /// Probability a process dies after a transition answered expired.
+    pub kill: f64,
+    pub restart_ms: MsRange,
+    /// The configuration every replica's worker is built with in this run.
+    pub worker: WorkerConfig,
+    /// How a swarm run drew `worker` (`None` without swarm: the scenario's, not printed).
+    pub worker_draw: Option<WorkerDraw>,
+}
+
+/// Draws the reservation part of one run's profile.
+pub fn draw(
+    scenario: &leasesim_sim::Scenario<Reservations>,
+    env: &dyn Env<Reservations>,
+    scale: &Scale<'_>,
+) -> Drawn {
+    let settings = &scenario.settings;
+    let (worker, worker_draw) = draw_worker(settings, scale.swarm(), env);
+    let drawn = Drawn {
+        store_timeout: scale.apply(settings.store_timeout.get()),
+        malformed: scale.apply(settings.malformed.get()),
+        kill: scale.apply(settings.kill.probability.get()),
+        restart_ms: settings.kill.restart_ms,
+        worker,
+        worker_draw,
+    };
+    // invariant: the drawn worker settings are ones the worker accepts, within the event
+    // limit, and faults stay within their envelope.
+    assert!(drawn.worker.validate().is_ok(), "{:?}", drawn.worker);
+    assert!(drawn.worker.batch_size as usize <= MAX_BATCH);
+    debug_assert!(drawn.kill <= settings.kill.probability.get());
+    drawn
+}
+
+fn draw_worker(
+    settings: &Settings,
+    swarm: bool,
+    env: &dyn Env<Reservations>,
+) -> (WorkerConfig, Option<WorkerDraw>) {
+    let own = settings.worker.clone();
+    if !swarm {
+        return (own, None);
+    }
+    if env.pick(2) == 0 {
+        return (own, Some(WorkerDraw::Own));
+    }
+    let batch_size = u32::try_from(env.range(1, MAX_BATCH as u64)).unwrap_or(1);
+    let claim_for_ms = env.range(500, 3_000);
+    let config = WorkerConfig {
+        batch_size,
+        claim_for_ms,
+        ..own
+    };
+    // invariant: the draw keeps every rule `WorkerConfig::validate` checks.
+    debug_assert!(config.validate().is_ok());
+    (config, Some(WorkerDraw::ShortClaims))
+}
+
+/// Header lines for the reservation part of a profile (faults that are off are left out).
+pub fn describe(drawn: &Drawn) -> Vec<String> {
+    let p = leasesim_sim::faults::probability_text;
+    let mut lines = Vec::new();
+    if drawn.store_timeout > 0.0 {
+        lines.push(format!("store-timeout: p={}", p(drawn.store_timeout)));
+    }
+    if drawn.malformed > 0.0 {
+        lines.push(format!("malformed: p={} per hold", p(drawn.malformed)));
+    }
+    if drawn.kill > 0.0 {
+        let restart = drawn.restart_ms;
+        lines.push(format!(
+            "kill: p={} per expired answer, restart after {}..{}ms",
+            p(drawn.kill),
+            restart.min,
+            restart.max
+        ));
+    }
+    if let Some(draw) = drawn.worker_draw {
+        lines.push(format!(
+            "worker: batch {}, claims of {}ms ({})",
+            drawn.worker.batch_size,
+            drawn.worker.claim_for_ms,
+            draw.name()
+        ));
+    }
+    lines
+}

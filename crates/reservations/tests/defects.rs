@@ -1,0 +1,176 @@
+//! The defective workers: the flawless engine is the correct worker, byte for byte; each
+//! defect leaves its own pattern in the events (read without the checkers), and the correct
+//! worker leaves none.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use common::{run, scenario, scenario_names, worker};
+use leasesim_reservations::defects::engine::Flaws;
+use leasesim_reservations::defects::{DEFECTS, engine_of};
+use leasesim_reservations::events::{Answer, EventKind, Failure, OutcomeView, Request};
+use leasesim_reservations::{Reservations, WorkerFactory, WorkerPorts, WorkerUnderTest};
+use leasesim_rt::SimConfig;
+use leasesim_sim::{WorldRun, simulate};
+
+#[test]
+fn the_engine_without_flaws_reproduces_the_correct_workers_trace() {
+    let correct = worker("correct");
+    let faithful: Rc<WorkerFactory> = Rc::new(|ports: WorkerPorts| {
+        Rc::new(engine_of(ports, Flaws::NONE)) as Rc<dyn WorkerUnderTest>
+    });
+    for name in scenario_names() {
+        let scenario = scenario(&name);
+        for seed in 0..3 {
+            let expected = simulate(&scenario, &correct, SimConfig::seeded(seed), false, None);
+            let actual = simulate(&scenario, &faithful, SimConfig::seeded(seed), false, None);
+            assert!(
+                expected.outcome.is_completed(),
+                "{name}/{seed}: {:?}",
+                expected.outcome
+            );
+            assert_eq!(
+                (actual.trace_hash, actual.events_emitted, actual.steps),
+                (expected.trace_hash, expected.events_emitted, expected.steps),
+                "{name} seed {seed}: the flawless engine diverged from the correct worker"
+            );
+        }
+    }
+}
+
+/// The shapes the defects leave, read straight from a run's events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Pattern {
+    ExpireById,
+    ReadThenWrite,
+    ReleaseWithoutToken,
+    /// A transition sent again after one of the same reservation answered a state conflict.
+    ConflictRetried,
+    /// A claim or transition passing the worker's own clock as now.
+    WorkerNow,
+    /// Two claims of one replica with one token.
+    TokenReused,
+    /// A claim sent while a reservation given up on (an invalid answer) was not released.
+    GiveUpNotReleased,
+}
+
+fn patterns(run: &WorldRun<Reservations>) -> BTreeMap<Pattern, usize> {
+    let mut found = BTreeMap::new();
+    let mut tokens = BTreeMap::new();
+    let mut conflicted = BTreeMap::new();
+    let mut expires = BTreeMap::new();
+    let mut given_up = BTreeMap::new();
+    for event in common::kinds(run) {
+        let Some(replica) = event.replica else {
+            continue;
+        };
+        let pattern = match event.kind {
+            EventKind::Call { call, request } => match request {
+                Request::ExpireById { .. } => Some(Pattern::ExpireById),
+                Request::ReadDue { .. } | Request::WriteClaim { .. } => {
+                    Some(Pattern::ReadThenWrite)
+                }
+                Request::ReleaseAny { .. } => Some(Pattern::ReleaseWithoutToken),
+                Request::Release { id, .. } => {
+                    given_up.remove(&(replica, id));
+                    None
+                }
+                Request::Claim { now: Some(_), .. } | Request::Expire { now: Some(_), .. } => {
+                    Some(Pattern::WorkerNow)
+                }
+                Request::Claim { token, .. } => {
+                    let reused = tokens.insert(token, replica).is_some();
+                    let held = given_up.keys().any(|(of, _)| *of == replica);
+                    match (reused, held) {
+                        (true, _) => Some(Pattern::TokenReused),
+                        (_, true) => Some(Pattern::GiveUpNotReleased),
+                        _ => None,
+                    }
+                }
+                Request::Expire { id, .. } => {
+                    expires.insert(call, id);
+                    conflicted
+                        .contains_key(&(replica, id))
+                        .then_some(Pattern::ConflictRetried)
+                }
+                Request::DeadLetter { .. } => None,
+            },
+            EventKind::Answered { call, answer, .. } => {
+                if let Some(id) = expires.remove(&call) {
+                    match answer {
+                        Answer::Expire(OutcomeView::AlreadyDone | OutcomeView::NotEligible) => {
+                            conflicted.insert((replica, id), ());
+                        }
+                        Answer::Failed(Failure::Invalid) => {
+                            given_up.insert((replica, id), ());
+                        }
+                        _ => {}
+                    }
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(pattern) = pattern {
+            *found.entry(pattern).or_insert(0) += 1;
+        }
+    }
+    found
+}
+
+/// Each defect's own pattern, and the scenario that shows it in its first seeds.
+const OWN: &[(&str, Pattern, &str)] = &[
+    ("unguarded-expire", Pattern::ExpireById, "expiry-steady"),
+    (
+        "read-then-write-claim",
+        Pattern::ReadThenWrite,
+        "expiry-steady",
+    ),
+    (
+        "tokenless-release",
+        Pattern::ReleaseWithoutToken,
+        "expiry-steady",
+    ),
+    (
+        "retry-everything",
+        Pattern::ConflictRetried,
+        "expiry-consume-race",
+    ),
+    ("worker-clock-now", Pattern::WorkerNow, "expiry-steady"),
+    ("token-per-worker", Pattern::TokenReused, "expiry-steady"),
+    (
+        "release-skipped-on-error",
+        Pattern::GiveUpNotReleased,
+        "expiry-transient-errors",
+    ),
+];
+
+#[test]
+fn each_defect_leaves_its_own_pattern_and_only_it_while_the_correct_worker_leaves_none() {
+    assert_eq!(OWN.len(), DEFECTS.len());
+    for &(name, own, scenario_name) in OWN {
+        let scenario = scenario(scenario_name);
+        let mut seen = BTreeMap::new();
+        for seed in 0..4 {
+            for (pattern, count) in patterns(&run(&scenario, &worker(name), seed)) {
+                *seen.entry(pattern).or_insert(0) += count;
+            }
+        }
+        assert!(
+            seen.contains_key(&own),
+            "{name} never showed {own:?} in {scenario_name}"
+        );
+        assert_eq!(seen.len(), 1, "{name} showed other patterns too: {seen:?}");
+    }
+    for name in scenario_names() {
+        for seed in 0..3 {
+            let found = patterns(&run(&scenario(&name), &worker("correct"), seed));
+            assert!(
+                found.is_empty(),
+                "the correct worker in {name} seed {seed}: {found:?}"
+            );
+        }
+    }
+}
