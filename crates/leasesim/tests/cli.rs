@@ -281,6 +281,11 @@ fn without_wall_clock(mut document: Value) -> Value {
             "no seeds_per_s field"
         );
     }
+    let totals = document["totals"].as_object_mut().expect("totals");
+    assert!(
+        totals.remove("events_per_s").is_some(),
+        "no events_per_s field"
+    );
     document
 }
 
@@ -1243,6 +1248,47 @@ fn an_unwritable_junit_path_loses_no_finding() {
 // 8. JSON summary and JUnit
 
 #[test]
+fn a_campaign_reports_the_events_it_ran() {
+    let dir = tempdir();
+    let args = [
+        "fuzz",
+        "--scenario",
+        "steady",
+        "--seeds",
+        "3",
+        "--jobs",
+        "1",
+        "--no-failure-db",
+    ];
+    let text = leasesim(dir.path(), &args);
+    assert_eq!(text.code, 0, "{}", text.dump());
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("events: "))
+        .unwrap_or_else(|| panic!("no `events:` line\n{}", text.dump()));
+    let (count, rate) = line["events: ".len()..]
+        .split_once(" (")
+        .unwrap_or_else(|| panic!("`{line}` is not `events: N (E/s)`"));
+    assert!(rate.ends_with("/s)"), "`{line}` is not `events: N (E/s)`");
+    let rate: f64 = rate.trim_end_matches("/s)").parse().expect("a rate");
+    assert!(rate > 0.0, "{line}");
+    // The same campaign as JSON counts the same events (runs are deterministic).
+    let json_run = leasesim(dir.path(), &[&args[..], &["--json"]].concat());
+    let document = json(&json_run);
+    assert_eq!(
+        count,
+        document["totals"]["events"].to_string(),
+        "{}",
+        json_run.dump()
+    );
+    assert_eq!(
+        document["scenarios"][0]["events"],
+        document["totals"]["events"]
+    );
+}
+
+#[test]
 fn fuzz_json_is_one_document_with_the_documented_keys() {
     let dir = tempdir();
     // With the failure database on, so the regressions array and the "recorded ..." line are
@@ -1271,16 +1317,28 @@ fn fuzz_json_is_one_document_with_the_documented_keys() {
         "{}",
         first.dump()
     );
+    let mut totals = document["totals"].clone();
+    let events = totals["events"].take();
+    let events_per_s = totals["events_per_s"].take();
     assert_eq!(
-        document["totals"],
+        totals,
         serde_json::json!({
             "scenarios": 1, "seeds": 2, "failing": 2, "failures": {"fixed-cutoff": 2},
             "expected": {}, "regressions": 0, "regressions_still_failing": 0,
+            "events": null, "events_per_s": null,
         }),
         "{}",
         first.dump()
     );
     let scenario = &document["scenarios"][0];
+    // The campaign's events are every scenario's, and a rate over them was measured.
+    assert_eq!(events, scenario["events"], "{}", first.dump());
+    assert!(events.as_u64().is_some_and(|n| n > 0), "{}", first.dump());
+    assert!(
+        events_per_s.as_f64().is_some_and(|r| r > 0.0),
+        "{}",
+        first.dump()
+    );
     for key in [
         "scenario",
         "seeds",

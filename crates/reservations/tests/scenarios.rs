@@ -60,7 +60,7 @@ fn bad_reservation_settings_are_refused_at_their_place() {
         (
             "due_bound_ms = 0\n",
             "bad.toml:3:16",
-            "must be greater than zero",
+            "must be a whole number from 1 to 3600000, got 0",
         ),
         (
             "[latency]\ndelete = [1, 2]\n",

@@ -653,6 +653,7 @@ fn report_findings(
     }
     println!("{}", report::table(summaries, scenarios));
     println!("{}", report::coverage_lines(summaries, scenarios));
+    println!("{}", report::events_line(summaries));
 }
 
 fn print_finding(scenario: &dyn AnyScenario, finding: &Finding, worker: &str, strategy: Strategy) {

@@ -172,6 +172,26 @@ fn coverage_of(out: &mut String, system: &dyn AnySystem, tally: &CoverageTally) 
 }
 
 /// PCT change points applied and drawn over the whole campaign.
+/// `(events, events per second)` over a whole campaign: every event every seed ran, over the
+/// wall time of its scenarios' campaigns (0 per second when no time was measured).
+pub fn event_totals(summaries: &[ScenarioSummary]) -> (u64, f64) {
+    let events: u64 = summaries.iter().map(|s| s.events).sum();
+    let wall_s: f64 = summaries.iter().map(|s| s.wall_s).sum();
+    let per_s = if wall_s > 0.0 {
+        events as f64 / wall_s
+    } else {
+        0.0
+    };
+    (events, per_s)
+}
+
+/// The campaign's event line, exactly `events: N (E/s)`: instructions per event can be
+/// computed from it by anyone who counts the instructions.
+pub fn events_line(summaries: &[ScenarioSummary]) -> String {
+    let (events, per_s) = event_totals(summaries);
+    format!("events: {events} ({per_s:.0}/s)")
+}
+
 pub fn pct_totals(summaries: &[ScenarioSummary]) -> (u64, u64) {
     let applied = summaries.iter().map(|s| s.pct_applied).sum();
     let drawn = summaries.iter().map(|s| s.pct_drawn).sum();
@@ -222,6 +242,8 @@ fn totals_json(summaries: &[ScenarioSummary], regressions: &[Regression]) -> ser
         "failing": summaries.iter().map(ScenarioSummary::failed_seeds).sum::<u64>(),
         "failures": failures,
         "expected": expected,
+        "events": event_totals(summaries).0,
+        "events_per_s": event_totals(summaries).1,
         "regressions": regressions.len(),
         "regressions_still_failing": regressions.iter().filter(|r| r.still_fails).count(),
     })

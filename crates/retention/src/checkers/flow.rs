@@ -34,16 +34,20 @@ impl AcquireFirst {
     fn misplaced(flow: &TermFlow, event: &Stamped<Event>, request: Request) -> Option<String> {
         let replica = replica_of(event)?;
         let term = flow.ledger.term();
-        let sent = format!(
-            "{replica} sent {} at {}",
-            request.op().name(),
-            At(event.at_ms)
-        );
+        // Written only when the call is out of place: this runs for every call of every run.
+        let sent = || {
+            format!(
+                "{replica} sent {} at {}",
+                request.op().name(),
+                At(event.at_ms)
+            )
+        };
         match (&flow.acquire_call, request) {
             (None, Request::Acquire) => None,
-            (None, _) => Some(format!("{sent} in term {term}, before any acquire")),
+            (None, _) => Some(format!("{} in term {term}, before any acquire", sent())),
             (Some(first), Request::Acquire) => Some(format!(
-                "{sent} in term {term}, a second acquire after the one sent at {}",
+                "{} in term {term}, a second acquire after the one sent at {}",
+                sent(),
                 At(first.at_ms)
             )),
             (Some(_), _) => None,
