@@ -184,7 +184,7 @@ proptest! {
         prop_assert_eq!(halted_at, verdict.map(|(seq, _)| seq));
         let found = set.violation().map(|v| v.invariant);
         prop_assert_eq!(found, verdict.map(|(_, i)| INVARIANTS[i]));
-        for i in 0..6 {
+        for (i, fed) in fed.iter().enumerate() {
             // Fed in order every event it reads, up to the verdict's event; past it, nothing;
             // at it, only the checkers up to the one that reported.
             let expected: Vec<u64> = events
@@ -196,7 +196,7 @@ proptest! {
                 })
                 .map(|event| event.seq)
                 .collect();
-            prop_assert_eq!(&*fed[i].borrow(), &expected, "checker {}", i);
+            prop_assert_eq!(&*fed.borrow(), &expected, "checker {}", i);
         }
     }
 }
