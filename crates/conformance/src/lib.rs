@@ -15,12 +15,14 @@
 //! - *time*: deterministic: every operation takes `now_ms` explicitly and cases advance it by
 //!   drawn steps, so expiries fall exactly where the case says, on both sides.
 //!
-//! One module per system: [`retention`] (the lease authority and the record store). A later
-//! system adds its own module with its store port's operations.
+//! One module per system: [`retention`] (the lease authority and the record store) and
+//! [`holder_lock`] (the volatile key-value store with lifetimes). A later system adds its own
+//! module with its store port's operations.
 
 use std::fmt;
 use std::time::Duration;
 
+pub mod holder_lock;
 pub mod retention;
 
 pub use proptest;

@@ -24,6 +24,8 @@
 //! | [`retention`] | the retention store port, its setup and state, and the model behind it |
 //! | [`sqlite`] | SQLite through `rusqlite` (bundled library, no server) |
 //! | `postgres` | PostgreSQL through the `postgres` client (feature `postgres`) |
+//! | [`holder_lock`] | the holder-lock claim store port, its setup and state, and the model behind it |
+//! | `redis` | Redis through the `redis` crate: the holder-lock claim (feature `redis`) |
 //!
 //! ## Adding a system's adapters
 //!
@@ -32,22 +34,25 @@
 //! applied through the system's own apply function as [`retention::Model`] does), then
 //! `sqlite::<system>` and `postgres::<system>` with their schema and statements as public
 //! constants, a conformance module in `leasesim-conformance` and a real-run module in
-//! `leasesim-real`. The holder-lock system's claim on Redis goes in a `redis` module behind a
-//! feature `redis` (the `redis` crate: `SET key token NX PX`, a compare-and-delete script, and
-//! the get-then-delete variant the seed warns about). Redis decides a claim's expiry by its
-//! own clock, so its conformance cannot pass `now_ms`: it compares everything but expiry with
-//! time standing still (lifetimes far longer than a case), and tests expiry apart, asserting
-//! only what margins make certain (alive well before the lifetime, gone well after it).
+//! `leasesim-real`. A store that runs lifetimes on its own clock (the holder-lock claim on
+//! Redis, [`holder_lock`]'s `StoreClock::Own`) cannot take `now_ms`: its conformance compares
+//! everything but expiry with time standing still (lifetimes far longer than a case), and
+//! tests expiry apart, asserting only what margins make certain (alive well before the
+//! lifetime ends, gone well after it).
 
 use std::error::Error;
 use std::fmt;
 
+pub mod holder_lock;
 pub mod retention;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
 #[cfg(feature = "postgres")]
 pub mod postgres;
+
+#[cfg(feature = "redis")]
+pub mod redis;
 
 /// Why a store did not answer a call.
 #[derive(Clone, Debug, PartialEq, Eq)]
