@@ -16,13 +16,15 @@
 //!   drawn steps, so expiries fall exactly where the case says, on both sides.
 //!
 //! One module per system: [`retention`] (the lease authority and the record store) and
-//! [`holder_lock`] (the volatile key-value store with lifetimes). A later system adds its own
-//! module with its store port's operations.
+//! [`holder_lock`] (the volatile key-value store with lifetimes) and [`reservations`] (holds,
+//! claims and the guarded transition). A later system adds its own module with its store
+//! port's operations.
 
 use std::fmt;
 use std::time::Duration;
 
 pub mod holder_lock;
+pub mod reservations;
 pub mod retention;
 
 pub use proptest;

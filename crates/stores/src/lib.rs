@@ -24,6 +24,7 @@
 //! | [`retention`] | the retention store port, its setup and state, and the model behind it |
 //! | [`sqlite`] | SQLite through `rusqlite` (bundled library, no server) |
 //! | `postgres` | PostgreSQL through the `postgres` client (feature `postgres`) |
+//! | [`reservations`] | the reservations store port (seed 002), its setup and state, and the model behind it |
 //! | [`holder_lock`] | the holder-lock claim store port, its setup and state, and the model behind it |
 //! | `redis` | Redis through the `redis` crate: the holder-lock claim (feature `redis`) |
 //!
@@ -44,6 +45,7 @@ use std::error::Error;
 use std::fmt;
 
 pub mod holder_lock;
+pub mod reservations;
 pub mod retention;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

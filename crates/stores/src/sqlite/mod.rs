@@ -16,6 +16,7 @@
 //! store, and calls of all connections are applied one at a time, in the order they took
 //! the lock.
 
+pub mod reservations;
 pub mod retention;
 
 use std::path::Path;
