@@ -166,3 +166,32 @@ pub fn status_of(name: &str) -> Result<StatusView, StoreError> {
         other => Err(StoreError::Refused(format!("unknown status {other:?}"))),
     }
 }
+
+/// How a SQL adapter turns what its statements did into the observed answer, from the hold
+/// row as the transaction read (and locked) it before the statement.
+pub(crate) mod observe {
+    use super::HoldState;
+    use leasesim_reservations::events::{Applied, StatusView};
+
+    /// The guarded transition changed `changed` rows of hold `before`.
+    pub(crate) fn expire(before: &HoldState, changed: u64) -> Applied {
+        let (id, hold_until_ms) = (before.id, before.hold_until_ms);
+        match (changed, before.status) {
+            (1.., _) => Applied::Expired { id, hold_until_ms },
+            (0, StatusView::Expired) => Applied::AlreadyDone { id },
+            (0, status) => Applied::NotEligible {
+                id,
+                status,
+                hold_until_ms,
+            },
+        }
+    }
+
+    /// The claim a write over hold `before` replaced: its token, if it was live at `now_ms`.
+    pub(crate) fn replaced(before: &HoldState, now_ms: u64) -> Option<u64> {
+        before
+            .claim
+            .filter(|&(_, until_ms)| until_ms > now_ms)
+            .map(|(token, _)| token)
+    }
+}

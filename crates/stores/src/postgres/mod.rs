@@ -14,6 +14,7 @@
 //! observed answer and the conditional statement see the same lease, and no renewal or
 //! release can slip between a delete's token check and its commit.
 
+pub mod reservations;
 pub mod retention;
 
 use postgres::{Client, NoTls, Statement};

@@ -16,6 +16,7 @@
 use rusqlite::{Connection, ToSql, Transaction, TransactionBehavior};
 
 use super::{execute, query};
+use crate::reservations::observe;
 use crate::reservations::{
     HoldState, ReservationConnection, ReservationSetup, ReservationStore, status_of,
 };
@@ -307,18 +308,7 @@ impl ReservationConnection for SqliteReservations {
                         id,
                         &[(":eligible_at", &eligible_at)],
                     )?;
-                    Ok(match (changed, before.status) {
-                        (1.., _) => Applied::Expired {
-                            id,
-                            hold_until_ms: before.hold_until_ms,
-                        },
-                        (0, StatusView::Expired) => Applied::AlreadyDone { id },
-                        (0, status) => Applied::NotEligible {
-                            id,
-                            status,
-                            hold_until_ms: before.hold_until_ms,
-                        },
-                    })
+                    Ok(observe::expire(&before, changed as u64))
                 })
             }
             Request::Release { id, token } => {
@@ -356,10 +346,7 @@ impl ReservationConnection for SqliteReservations {
             } => {
                 let (shown, claim_for) = (to_sql(token)?, to_sql(claim_for_ms)?);
                 self.on_hold(id, |transaction, _, before| {
-                    let replaced = before
-                        .claim
-                        .filter(|&(_, until)| until > now_ms)
-                        .map(|(token, _)| token);
+                    let replaced = observe::replaced(&before, now_ms);
                     let values: [(&str, &dyn ToSql); 3] = [
                         (":token", &shown),
                         (":now", &now),
