@@ -4,7 +4,7 @@
 //! Terminology:
 //! - *store kind*: `sqlite` (a file; no server), `postgres` (a server: `--pg-url` or
 //!   `LEASESIM_PG_URL`; the binary needs the feature `postgres`), `redis` (the holder-lock
-//!   system's store, not landed yet).
+//!   system's claim: its adapter and conformance landed, a real run of that system not yet).
 //! - *runs*: `--runs N` repeats the run with seeds `S..S+N` and counts verdicts, to say how
 //!   often a defective worker's bug shows in real time.
 //!
