@@ -23,6 +23,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use holder_lock_worker::{HolderToken, Removal, Renewal};
+use holder_lock_worker::{Store as WorkerPort, StoreError as WorkerError};
 use leasesim_events::ReplicaId;
 use leasesim_holder_lock::events::{Answer, Key, Request};
 use leasesim_holder_lock::store::ClaimStore;
@@ -175,6 +177,142 @@ impl ClaimConnection for ModelConnection {
             })
         });
         Ok(ClaimState { keys })
+    }
+}
+
+/// The worker's store port ([`holder_lock_worker::Store`]) on any claim store: what a
+/// production deployment of `holder-lock-worker` plugs in (with the Redis connection), and
+/// what tests drive the real worker against (with the model). Each call runs on the wrapped
+/// connection at once: on Redis that is one blocking round trip, so give each worker a
+/// thread, or port these few lines to the `redis` crate's async connection.
+pub struct WorkerStore<C: ClaimConnection> {
+    connection: RefCell<C>,
+    compare_and_delete: bool,
+    /// The store's time for a store that takes it (the model); Redis ignores it.
+    now_ms: Box<dyn Fn() -> u64>,
+}
+
+impl<C: ClaimConnection> WorkerStore<C> {
+    /// The port on `connection`, for a store set up as `setup` says, whose time is `now_ms`.
+    pub fn new(connection: C, setup: &ClaimSetup, now_ms: impl Fn() -> u64 + 'static) -> Self {
+        WorkerStore {
+            connection: RefCell::new(connection),
+            compare_and_delete: setup.compare_and_delete,
+            now_ms: Box::new(now_ms),
+        }
+    }
+
+    /// Applies `request` to the key called `key`.
+    fn call(&self, key: &str, request: impl FnOnce(Key) -> Request) -> Result<Answer, WorkerError> {
+        let key = Key::from_name(key).ok_or_else(|| WorkerError::Unavailable {
+            reason: format!("the store knows no key {key:?}"),
+        })?;
+        let now_ms = (self.now_ms)();
+        match self.connection.borrow_mut().apply(request(key), now_ms) {
+            Ok(answer) => Ok(answer),
+            Err(StoreError::Refused(reason)) => Err(WorkerError::Unavailable { reason }),
+            // The command may have applied: the worker hears what a lost reply means.
+            Err(StoreError::Unknown(_)) => Err(WorkerError::Timeout),
+        }
+    }
+}
+
+/// An answer the port did not expect for its call.
+fn unexpected(answer: Answer) -> WorkerError {
+    WorkerError::Unavailable {
+        reason: format!("unexpected answer {answer:?}"),
+    }
+}
+
+impl<C: ClaimConnection> WorkerPort for WorkerStore<C> {
+    async fn create_if_absent(
+        &self,
+        key: &str,
+        token: HolderToken,
+        lifetime_ms: u64,
+    ) -> Result<bool, WorkerError> {
+        let create = |key| Request::Create {
+            key,
+            token: token.0,
+            lifetime_ms,
+        };
+        match self.call(key, create)? {
+            Answer::Created => Ok(true),
+            Answer::Exists => Ok(false),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn renew_if_holder(
+        &self,
+        key: &str,
+        token: HolderToken,
+        lifetime_ms: u64,
+    ) -> Result<Renewal, WorkerError> {
+        let renew = |key| Request::Renew {
+            key,
+            token: token.0,
+            lifetime_ms,
+        };
+        match self.call(key, renew)? {
+            Answer::Renewed => Ok(Renewal::Renewed),
+            Answer::NotHolder => Ok(Renewal::NotHolder),
+            Answer::Absent => Ok(Renewal::Absent),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn delete_if_holder(
+        &self,
+        key: &str,
+        token: HolderToken,
+    ) -> Result<Removal, WorkerError> {
+        match self.call(key, |key| Request::DeleteIfHolder {
+            key,
+            token: token.0,
+        })? {
+            Answer::Deleted => Ok(Removal::Deleted),
+            Answer::NotHolder => Ok(Removal::NotHolder),
+            Answer::Absent => Ok(Removal::Absent),
+            Answer::Unsupported => Err(WorkerError::Unsupported),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<HolderToken>, WorkerError> {
+        match self.call(key, |key| Request::Get { key })? {
+            Answer::Value(token) => Ok(Some(HolderToken(token))),
+            Answer::Absent => Ok(None),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn delete(&self, key: &str) -> Result<bool, WorkerError> {
+        match self.call(key, |key| Request::Delete { key })? {
+            Answer::Deleted => Ok(true),
+            Answer::Absent => Ok(false),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn set(
+        &self,
+        key: &str,
+        token: HolderToken,
+        lifetime_ms: u64,
+    ) -> Result<(), WorkerError> {
+        match self.call(key, |key| Request::Set {
+            key,
+            token: token.0,
+            lifetime_ms,
+        })? {
+            Answer::Written => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    fn compare_and_delete(&self) -> bool {
+        self.compare_and_delete
     }
 }
 
