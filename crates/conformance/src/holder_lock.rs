@@ -18,10 +18,36 @@
 //!
 //! ```no_run
 //! use leasesim_conformance::{Config, holder_lock};
-//! # fn my_store() -> leasesim_stores::holder_lock::ClaimModel { leasesim_stores::holder_lock::ClaimModel }
-//! // `my_store()`: your type implementing `ClaimStoreKind` (it opens fresh stores).
-//! let report = holder_lock::check(&mut my_store(), &Config::default()).unwrap_or_else(|m| panic!("{m}"));
-//! holder_lock::check_expiry(&mut my_store()).unwrap_or_else(|m| panic!("{m}"));
+//! use leasesim_stores::StoreError;
+//! use leasesim_stores::holder_lock::{
+//!     Answer, ClaimConnection, ClaimSetup, ClaimState, ClaimStoreKind, Request, StoreClock,
+//! };
+//!
+//! struct MyStore;
+//! struct MyConnection;
+//!
+//! impl ClaimStoreKind for MyStore {
+//!     type Connection = MyConnection;
+//!     fn clock(&self) -> StoreClock {
+//!         StoreClock::Own { slack_ms: 5_000 }
+//!     }
+//!     fn open(&mut self, _: &ClaimSetup, _: usize) -> Result<Vec<MyConnection>, StoreError> {
+//!         todo!("a fresh, empty store and one connection per caller")
+//!     }
+//! }
+//!
+//! impl ClaimConnection for MyConnection {
+//!     fn apply(&mut self, _: Request, _now_ms: u64) -> Result<Answer, StoreError> {
+//!         todo!()
+//!     }
+//!     fn state(&mut self, _now_ms: u64) -> Result<ClaimState, StoreError> {
+//!         todo!()
+//!     }
+//! }
+//!
+//! let report = holder_lock::check(&mut MyStore, &Config::default().with_env())
+//!     .unwrap_or_else(|mismatch| panic!("{mismatch}"));
+//! holder_lock::check_expiry(&mut MyStore).unwrap_or_else(|mismatch| panic!("{mismatch}"));
 //! println!("{report}");
 //! ```
 

@@ -26,7 +26,8 @@ use std::rc::Rc;
 use holder_lock_worker::{HolderToken, Removal, Renewal};
 use holder_lock_worker::{Store as WorkerPort, StoreError as WorkerError};
 use leasesim_events::ReplicaId;
-use leasesim_holder_lock::events::{Answer, Key, Request};
+/// The vocabulary of the port, re-exported so an adapter needs no other crate.
+pub use leasesim_holder_lock::events::{Answer, Key, Request};
 use leasesim_holder_lock::store::ClaimStore;
 
 use crate::StoreError;

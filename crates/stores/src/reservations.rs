@@ -18,7 +18,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use leasesim_reservations::events::{Applied, Request, StatusView};
+/// The vocabulary of the port, re-exported so an adapter needs no other crate.
+pub use leasesim_reservations::events::{Applied, IdList, LetterView, Request, StatusView};
 use leasesim_reservations::services::apply_at;
 use leasesim_reservations::store::Store;
 
