@@ -43,11 +43,19 @@ pub use check::{Check, CheckFailure, CheckSummary, IntoScenario, check, check_sy
 /// The `futures` crate the ports are written with (`select`, `join`, channels), so a worker
 /// needs no other dependency.
 pub use futures;
+/// Conformance drivers: your store adapter against the model your worker was fuzzed against
+/// (`leasesim-conformance`, feature `conformance`: it brings proptest into the build).
+#[cfg(feature = "conformance")]
+pub use leasesim_conformance as conformance;
 pub use leasesim_retention::{
     Retention, SimWorker, WorkerPorts, WorkerUnderTest, correct_worker_of,
 };
 pub use leasesim_rt::Strategy;
 pub use leasesim_sim::System;
+/// The systems' store ports on real databases, and the models behind them
+/// (`leasesim-stores`): implement a port for your store to check it with the conformance
+/// drivers (feature `conformance`).
+pub use leasesim_stores as stores;
 pub use runner::Outcome;
 
 /// A scenario of the retention system.

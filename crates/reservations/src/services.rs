@@ -86,7 +86,8 @@ fn eligible_at(now: Option<u64>, store_now_ms: u64) -> u64 {
     now.unwrap_or(store_now_ms)
 }
 
-fn answer_of(applied: &Applied) -> Answer {
+/// The answer a worker receives for what the store did.
+pub fn answer_of(applied: &Applied) -> Answer {
     match *applied {
         Applied::Claimed { ids, until_ms, .. } => Answer::Claimed { ids, until_ms },
         Applied::Expired { .. } | Applied::ExpiredById { .. } => {
@@ -114,9 +115,15 @@ pub fn apply(
         return (Applied::StoreTimeout, Answer::Failed(Failure::StoreTimeout));
     }
     let now_ms = world.service_now_ms();
-    let mut services = world.services();
-    let store = &mut services.store;
-    let applied = match request {
+    let applied = apply_at(&mut world.services().store, request, now_ms);
+    (applied, answer_of(&applied))
+}
+
+/// Applies `request` to `store` at store time `now_ms`: what the store did. The simulation
+/// applies every request through this function (after its fault draw); the conformance
+/// drivers apply the model through it too.
+pub fn apply_at(store: &mut Store, request: Request, now_ms: u64) -> Applied {
+    match request {
         Request::Claim {
             limit,
             now,
@@ -134,6 +141,5 @@ pub fn apply(
             claim_for_ms,
         } => store.write_claim(id, token, claim_for_ms, now_ms),
         Request::ReleaseAny { id } => store.release_any(id, now_ms),
-    };
-    (applied, answer_of(&applied))
+    }
 }

@@ -55,78 +55,92 @@ fn view(token: u64, expires_at_ms: u64) -> LeaseView {
 pub fn apply(world: &World<Retention>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
     let now_ms = world.service_now_ms();
     let owner = replica.owner_id();
-    let mut services = world.services();
-    let authority = &mut services.authority;
-    match request {
-        Request::Acquire => match authority.acquire(&owner, now_ms) {
-            Acquired::Granted { lease, replaced } => {
-                let lease = view(lease.token, lease.expires_at_ms);
-                let applied = Applied::Granted { lease, replaced };
-                (applied, Answer::Lease(Some(lease)))
-            }
-            Acquired::Busy { holder_token } => {
-                (Applied::Busy { holder_token }, Answer::Lease(None))
-            }
-        },
-        Request::Renew { lease: shown } => match authority.renew(&owner, shown.token, now_ms) {
-            Some(held) => {
-                // invariant: a renewal answers a new token, above the one it was shown.
-                debug_assert!(held.token > shown.token);
-                let lease = view(held.token, held.expires_at_ms);
-                (Applied::Renewed { lease }, Answer::Lease(Some(lease)))
-            }
-            None => (Applied::RenewRefused, Answer::Lease(None)),
-        },
-        Request::Release { lease } => match authority.release(&owner, lease.token, now_ms) {
-            Release::Freed => (Applied::Released, Answer::Released),
-            Release::FreedNothing => (Applied::FreedNothing, Answer::Released),
-        },
-        Request::Delete {
-            older_than_ms,
-            limit,
-            token,
-        } => {
-            drop(services);
-            delete(world, older_than_ms, limit, token, now_ms)
-        }
-    }
+    let services = &mut *world.services();
+    services.apply_at(&owner, request, now_ms, |eligible| {
+        held_back(world, eligible)
+    })
 }
 
-/// Applies a delete: the fencing check, then oldest-first removal (maybe answered short).
-fn delete(
-    world: &World<Retention>,
-    older_than_ms: u64,
-    limit: u32,
-    token: u64,
-    now_ms: u64,
-) -> (Applied, Answer) {
-    let (current_token, eligible) = {
-        let services = world.services();
-        let current_token = services.authority.current_token(now_ms);
-        if !services.store.admits(token, current_token) {
+impl Services {
+    /// Applies `owner`'s request at `now_ms` (the services' clock): what the simulated world
+    /// does at a request's apply instant, without the world. `held_back` says how many of a
+    /// delete's eligible rows to leave in the store (0: a full answer; see [`Applied`]); it
+    /// is asked only for an admitted delete. The conformance drivers compare real stores with
+    /// this function (`leasesim-conformance`).
+    pub fn apply_at(
+        &mut self,
+        owner: &str,
+        request: Request,
+        now_ms: u64,
+        held_back: impl FnOnce(u32) -> u32,
+    ) -> (Applied, Answer) {
+        let authority = &mut self.authority;
+        match request {
+            Request::Acquire => match authority.acquire(owner, now_ms) {
+                Acquired::Granted { lease, replaced } => {
+                    let lease = view(lease.token, lease.expires_at_ms);
+                    let applied = Applied::Granted { lease, replaced };
+                    (applied, Answer::Lease(Some(lease)))
+                }
+                Acquired::Busy { holder_token } => {
+                    (Applied::Busy { holder_token }, Answer::Lease(None))
+                }
+            },
+            Request::Renew { lease: shown } => match authority.renew(owner, shown.token, now_ms) {
+                Some(held) => {
+                    // invariant: a renewal answers a new token, the highest handed out.
+                    debug_assert!(held.token == authority.last_token());
+                    let lease = view(held.token, held.expires_at_ms);
+                    (Applied::Renewed { lease }, Answer::Lease(Some(lease)))
+                }
+                None => (Applied::RenewRefused, Answer::Lease(None)),
+            },
+            Request::Release { lease } => match authority.release(owner, lease.token, now_ms) {
+                Release::Freed => (Applied::Released, Answer::Released),
+                Release::FreedNothing => (Applied::FreedNothing, Answer::Released),
+            },
+            Request::Delete {
+                older_than_ms,
+                limit,
+                token,
+            } => self.delete(older_than_ms, limit, token, now_ms, held_back),
+        }
+    }
+
+    /// Applies a delete: the fencing check, then oldest-first removal (maybe answered short).
+    fn delete(
+        &mut self,
+        older_than_ms: u64,
+        limit: u32,
+        token: u64,
+        now_ms: u64,
+        held_back: impl FnOnce(u32) -> u32,
+    ) -> (Applied, Answer) {
+        let current_token = self.authority.current_token(now_ms);
+        if !self.store.admits(token, current_token) {
             let applied = Applied::DeleteRefused { current_token };
             return (applied, Answer::Failed(Failure::StaleToken));
         }
-        let eligible = services.store.eligible(older_than_ms, limit, now_ms);
-        (current_token, eligible)
-    };
-    let held_back = held_back(world, eligible);
-    let done = world
-        .services()
-        .store
-        .delete_oldest(older_than_ms, eligible - held_back, now_ms);
-    // invariant: a delete removes at most its limit, and a short answer leaves exactly the
-    // rows it held back.
-    assert!(done.rows <= limit);
-    debug_assert_eq!(done.rows + held_back, eligible);
-    let applied = Applied::Deleted {
-        rows: done.rows,
-        token_current: current_token == Some(token),
-        current_token,
-        newest_created_ms: done.newest_created_ms,
-        held_back,
-    };
-    (applied, Answer::Rows(done.rows))
+        let eligible = self.store.eligible(older_than_ms, limit, now_ms);
+        let held_back = held_back(eligible);
+        // invariant: a short answer holds back no more rows than were eligible.
+        assert!(held_back <= eligible);
+        let done = self
+            .store
+            .delete_oldest(older_than_ms, eligible - held_back, now_ms);
+        // invariant: a delete removes at most its limit, and a short answer leaves exactly the
+        // rows it held back.
+        assert!(done.rows <= limit);
+        debug_assert_eq!(done.rows + held_back, eligible);
+        let applied = Applied::Deleted {
+            rows: done.rows,
+            token_current: current_token == Some(token),
+            current_token,
+            newest_created_ms: done.newest_created_ms,
+            held_back,
+        };
+        (applied, Answer::Rows(done.rows))
+    }
 }
 
 /// Fault: how many of the `eligible` rows a delete leaves in the store (0: a full answer). A

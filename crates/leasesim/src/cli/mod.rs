@@ -25,6 +25,7 @@ use leasesim::{Strategy, choices};
 use leasesim_rt::Feed;
 
 mod detect;
+mod real;
 mod report;
 
 #[derive(Parser, Debug)]
@@ -56,6 +57,8 @@ enum Command {
     Shrink(ShrinkArgs),
     /// Measure how many seeds the harness needs to catch each defective worker.
     Detect(DetectArgs),
+    /// Run a system's worker on tokio against a real store and judge the run.
+    Real(real::RealArgs),
 }
 
 #[derive(Args, Debug)]
@@ -216,6 +219,7 @@ pub fn main() -> i32 {
         Command::Replay(args) => replay(args),
         Command::Shrink(args) => shrink_command(args),
         Command::Detect(args) => detect::detect_command(args),
+        Command::Real(args) => real::real_command(args),
     };
     match result {
         Ok(code) => code,

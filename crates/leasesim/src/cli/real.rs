@@ -1,0 +1,305 @@
+//! `leasesim real`: a system's production worker on tokio against a real store, judged by the
+//! system's checkers.
+//!
+//! Terminology:
+//! - *store kind*: `sqlite` (a file; no server), `postgres` (a server: `--pg-url` or
+//!   `LEASESIM_PG_URL`; the binary needs the feature `postgres`), `redis` (the holder-lock
+//!   system's claim: its adapter and conformance landed, a real run of that system not yet).
+//! - *runs*: `--runs N` repeats the run with seeds `S..S+N` and counts verdicts, to say how
+//!   often a defective worker's bug shows in real time.
+//!
+//! Exit codes: 0 every run passed, 1 a run broke an invariant, 2 bad input.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use leasesim::catalog;
+use leasesim::error::{UsageError, parse_duration_ms, parse_seed};
+use leasesim_real::retention::{
+    self, RealConfig, RealError, RealReport, RealSettings, StoreTarget,
+};
+use leasesim_retention::Retention;
+use leasesim_retention::checkers::Situation;
+
+/// The systems that have a real-run module.
+const REAL_SYSTEMS: &[&str] = &["retention"];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StoreKind {
+    Sqlite,
+    Postgres,
+    Redis,
+}
+
+#[derive(Args, Debug)]
+pub struct RealArgs {
+    /// The system whose worker runs.
+    #[arg(long, default_value = "retention")]
+    system: String,
+    /// The store the replicas share.
+    #[arg(long, value_enum, default_value = "sqlite")]
+    store: StoreKind,
+    /// The worker: `correct` or a defective worker of the system.
+    #[arg(long, default_value = "correct")]
+    worker: String,
+    /// Replicas, each a worker with connections of its own.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=64))]
+    replicas: u16,
+    /// The safety phase (pauses and stops injected), e.g. 20s.
+    #[arg(long, default_value = "20s", value_parser = parse_duration_ms)]
+    duration: u64,
+    /// The liveness phase after it (faults healed; the backlog must drain).
+    #[arg(long, default_value = "5s", value_parser = parse_duration_ms)]
+    liveness: u64,
+    /// Seeds the fault plan (decimal or 0x-hex).
+    #[arg(long, default_value = "0", value_parser = parse_seed)]
+    seed: u64,
+    /// Runs, with seeds SEED, SEED+1, ...
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    runs: u64,
+    /// The SQLite file (replaced); default: a file in the temporary directory, removed after.
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// The PostgreSQL server (default: $LEASESIM_PG_URL).
+    #[arg(long)]
+    pg_url: Option<String>,
+    /// Print every event of the (last) run.
+    #[arg(long)]
+    trace: bool,
+}
+
+/// Runs `leasesim real`; the exit code.
+pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
+    catalog::check_system(&args.system)?;
+    if !REAL_SYSTEMS.contains(&args.system.as_str()) {
+        return Err(UsageError::BadValue {
+            flag: "--system",
+            given: args.system.clone(),
+            why: format!(
+                "no real-run adapter yet; real runs exist for: {}",
+                REAL_SYSTEMS.join(", ")
+            ),
+        });
+    }
+    check_worker(&args.worker)?;
+    if args.duration < 100 {
+        return Err(UsageError::BadValue {
+            flag: "--duration",
+            given: format!("{}ms", args.duration),
+            why: "a real run's safety phase lasts at least 100ms".into(),
+        });
+    }
+    let (target, scratch) = target(&args)?;
+    let mut caught = Vec::new();
+    let mut last = None;
+    for seed in args.seed..args.seed + args.runs {
+        let config = RealConfig {
+            target: target.clone(),
+            worker: args.worker.clone(),
+            replicas: args.replicas,
+            duration_ms: args.duration,
+            liveness_ms: args.liveness,
+            seed,
+            settings: RealSettings::default(),
+            keep_events: args.trace && seed + 1 == args.seed + args.runs,
+        };
+        if seed == args.seed {
+            print_header(&config, &args);
+        }
+        let report = retention::run(&config).map_err(|error| run_error(error, &target))?;
+        print_run(seed, &report, args.runs > 1);
+        if let Some(violation) = &report.violation {
+            caught.push(violation.invariant.to_string());
+        }
+        last = Some(report);
+    }
+    if let Some(path) = scratch {
+        remove_sqlite(&path);
+    }
+    let last = last.expect("at least one run");
+    if args.trace {
+        print_trace(&last);
+    }
+    if args.runs > 1 {
+        print_summary(&args, &caught);
+    }
+    Ok(i32::from(!caught.is_empty()))
+}
+
+/// A run that could not start, as bad input: the store could not be set up (unreachable
+/// server, unwritable file), or the run's settings were refused.
+fn run_error(error: RealError, target: &StoreTarget) -> UsageError {
+    let (flag, given) = match &error {
+        RealError::Store(_) => ("--store", target.kind().to_string()),
+        RealError::UnknownWorker { given, .. } => ("--worker", given.clone()),
+        RealError::BadConfig(_) => ("--system", "retention".to_string()),
+    };
+    UsageError::BadValue {
+        flag,
+        given,
+        why: error.to_string(),
+    }
+}
+
+fn check_worker(name: &str) -> Result<(), UsageError> {
+    let known = retention::workers();
+    match known.contains(&name) {
+        true => Ok(()),
+        false => Err(UsageError::UnknownName {
+            what: "worker",
+            given: name.to_string(),
+            valid: known.iter().map(ToString::to_string).collect(),
+        }),
+    }
+}
+
+/// Where the store is, and the scratch SQLite file to remove afterwards (if one was made).
+fn target(args: &RealArgs) -> Result<(StoreTarget, Option<PathBuf>), UsageError> {
+    let bad = |why: String| UsageError::BadValue {
+        flag: "--store",
+        given: format!("{:?}", args.store).to_lowercase(),
+        why,
+    };
+    match args.store {
+        StoreKind::Sqlite => {
+            let scratch = std::env::temp_dir()
+                .join(format!("leasesim-real-{}.db", std::process::id()));
+            let path = args.db.clone().unwrap_or_else(|| scratch.clone());
+            let made = args.db.is_none().then_some(scratch);
+            Ok((StoreTarget::Sqlite { path }, made))
+        }
+        StoreKind::Postgres if !cfg!(feature = "postgres") => Err(bad(
+            "this binary has no PostgreSQL client: run `cargo run --release --features postgres -- real ...`"
+                .into(),
+        )),
+        StoreKind::Postgres => {
+            let url = args.pg_url.clone().or_else(|| std::env::var("LEASESIM_PG_URL").ok());
+            let url = url.ok_or_else(|| {
+                bad("no server: give --pg-url or set LEASESIM_PG_URL (e.g. `host=localhost user=postgres password=...`)".into())
+            })?;
+            let schema = format!("leasesim_real_{}", std::process::id());
+            Ok((StoreTarget::Postgres { url, schema }, None))
+        }
+        StoreKind::Redis => Err(bad(format!(
+            "Redis holds the holder-lock system's claims; the {} system's store is sqlite or postgres",
+            args.system
+        ))),
+    }
+}
+
+fn remove_sqlite(path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
+}
+
+fn print_header(config: &RealConfig, args: &RealArgs) {
+    let s = &config.settings;
+    let store = match &config.target {
+        StoreTarget::Sqlite { path } => format!("sqlite ({})", path.display()),
+        StoreTarget::Postgres { schema, .. } => format!("postgres (schema {schema})"),
+    };
+    println!("system:   {}", args.system);
+    println!("store:    {store}");
+    println!("worker:   {}", config.worker);
+    println!(
+        "run:      {} replicas; safety {}ms, liveness {}ms; seed {}{}",
+        config.replicas,
+        config.duration_ms,
+        config.liveness_ms,
+        config.seed,
+        if args.runs > 1 {
+            format!(" (+{} more runs)", args.runs - 1)
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "settings: lease {}ms, renew every {}ms, batch {}, cap {}, retention {}ms, {} rows",
+        s.worker.lease_ttl_ms,
+        s.worker.renew_every_ms,
+        s.worker.batch_rows,
+        s.worker.cap_rows,
+        s.worker.retention_ms,
+        s.rows
+    );
+    println!(
+        "faults:   pauses every {}..{}ms (p={}) for {}..{}ms; stop p={}; latency lease {}..{}ms, delete {}..{}ms each way",
+        s.pause_every.min,
+        s.pause_every.max,
+        s.pause_probability,
+        s.pause_for.min,
+        s.pause_for.max,
+        s.stop_probability,
+        s.lease_latency.min,
+        s.lease_latency.max,
+        s.delete_latency.min,
+        s.delete_latency.max
+    );
+}
+
+fn print_run(seed: u64, report: &RealReport, several: bool) {
+    let stats = &report.stats;
+    if several {
+        println!("seed {seed}: {}", report.verdict_line());
+    } else {
+        println!("verdict:  {}", report.verdict_line());
+    }
+    let counts = format!(
+        "{} events, {} calls, {} terms, {} rows deleted, {} stale deletes refused, {} pauses, \
+         {} stops, {} store errors ({:.1} s)",
+        stats.events,
+        stats.calls,
+        stats.terms,
+        stats.rows_deleted,
+        stats.stale_refused,
+        stats.pauses,
+        stats.stops,
+        stats.store_errors,
+        stats.wall_ms as f64 / 1000.0
+    );
+    let (reached, missed): (Vec<Situation>, Vec<Situation>) = Situation::ALL
+        .iter()
+        .partition(|&&situation| report.coverage.contains(situation));
+    let names = |list: &[Situation]| list.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
+    let prefix = if several { "  " } else { "" };
+    println!("{prefix}counts:   {counts}");
+    println!(
+        "{prefix}coverage: reached {} of {}: {}; not reached: {}",
+        reached.len(),
+        Situation::ALL.len(),
+        names(&reached),
+        names(&missed)
+    );
+    if let Some(error) = &stats.last_store_error {
+        println!("{prefix}last store error: {error}");
+    }
+}
+
+fn print_trace(report: &RealReport) {
+    println!();
+    for event in &report.events {
+        println!("{}", leasesim::trace::line::<Retention>(event));
+    }
+    if let Some(violation) = &report.violation {
+        println!("                    !! {violation}");
+    }
+}
+
+fn print_summary(args: &RealArgs, caught: &[String]) {
+    let mut names: Vec<&str> = caught.iter().map(String::as_str).collect();
+    names.sort_unstable();
+    names.dedup();
+    println!(
+        "{} of {} runs broke an invariant{}",
+        caught.len(),
+        args.runs,
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", names.join(", "))
+        }
+    );
+}

@@ -1,0 +1,93 @@
+//! `leasesim real`: its verdicts and exit codes on SQLite, and its bad input.
+
+use std::process::{Command, Output};
+
+fn leasesim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        .arg("real")
+        .args(args)
+        .env_remove("LEASESIM_PG_URL")
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_defective_worker_breaks_its_invariant_in_a_real_run_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let args = [
+        "--worker",
+        "stale-release",
+        "--duration",
+        "2s",
+        "--liveness",
+        "1s",
+    ];
+    let output = leasesim(&[&args[..], &["--db", db.to_str().unwrap(), "--trace"]].concat());
+    let (out, err) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.contains("verdict:  VIOLATION release-latest: "),
+        "{out}"
+    );
+    assert!(
+        out.contains("!! release-latest"),
+        "the trace ends at the violation: {out}"
+    );
+    assert!(
+        out.contains("applied #"),
+        "the trace shows what the store applied: {out}"
+    );
+}
+
+#[test]
+fn the_correct_worker_passes_a_real_run_and_exits_0() {
+    let output = leasesim(&["--duration", "2s", "--liveness", "3s", "--replicas", "2"]);
+    let (out, err) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains("verdict:  pass: every invariant held"),
+        "{out}"
+    );
+    assert!(out.contains("coverage: reached "), "{out}");
+}
+
+#[test]
+fn bad_input_is_refused_with_exit_2_before_any_run() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["--store", "redis"],
+            "Redis holds the holder-lock system's claims",
+        ),
+        (&["--worker", "nope"], "unknown worker `nope`"),
+        (&["--system", "nope"], "unknown system `nope`"),
+        (&["--duration", "soon"], "soon"),
+        (&["--duration", "50ms"], "at least 100ms"),
+        (
+            &["--db", "/nonexistent-dir/run.db"],
+            "cannot set up the store",
+        ),
+    ];
+    for (args, says) in cases {
+        let output = leasesim(args);
+        let (out, err) = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {out}{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!out.contains("verdict:"), "{args:?} ran: {out}");
+    }
+    let output = leasesim(&["--store", "postgres"]);
+    let (_, err) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    let expected = match cfg!(feature = "postgres") {
+        true => "no server: give --pg-url or set LEASESIM_PG_URL",
+        false => "this binary has no PostgreSQL client",
+    };
+    assert!(err.contains(expected), "{err}");
+}
