@@ -15,10 +15,12 @@
 //! | [`ports`] | the worker's ports on the simulated world, `WorkerUnderTest`, the factories |
 //! | [`driver`] | a replica's loop calling `run()` |
 //! | [`settings`] | the system's scenario keys, and what a swarm run draws from them |
+//! | [`bounds`] | the checks across keys that refuse a scenario no correct worker could pass |
 //! | [`checkers`] | one checker per invariant, the "sometimes" situations, the contract audit |
 //! | [`defects`] | the defective workers, each the correct engine with one defect |
 //! | [`render`] | how its events read in a trace and draw on a timeline |
 
+pub mod bounds;
 pub mod checkers;
 pub mod defects;
 pub mod driver;
@@ -94,6 +96,10 @@ impl System for HolderLock {
 
     fn settings(part: SystemPart<'_>) -> Result<settings::Settings, ScenarioError> {
         settings::parse(part)
+    }
+
+    fn check_scenario(scenario: &Scenario) -> Result<(), (&'static str, String)> {
+        bounds::check(scenario)
     }
 
     fn draw(scenario: &Scenario, env: &dyn Env<Self>, scale: &Scale<'_>) -> settings::Drawn {

@@ -125,3 +125,138 @@ fn a_retention_file_is_not_a_holder_lock_scenario() {
         "{error}"
     );
 }
+
+/// Parses `body` after the two required keys.
+fn parsed(body: &str) -> Result<leasesim_holder_lock::Scenario, String> {
+    let text = format!("description = \"x\"\nsystem = \"holder-lock\"\n{body}");
+    parse_scenario("bad", "bad.toml", &text).map_err(|err| err.to_string())
+}
+
+/// Asserts `body` is refused starting with `head` and saying every one of `pieces`.
+fn assert_refused(body: &str, head: &str, pieces: &[&str]) {
+    let error = parsed(body).expect_err("the scenario is refused");
+    assert!(
+        error.starts_with(head),
+        "{body:?}:\n  got {error}\n  want {head}"
+    );
+    for piece in pieces {
+        assert!(error.contains(piece), "`{piece}` missing: {error}");
+    }
+}
+
+/// An attempt bound shorter than a correct attempt once faults heal is refused at
+/// `attempt_bound_ms` with the figure; the figure itself loads, one below does not.
+#[test]
+fn an_attempt_bound_no_correct_attempt_can_keep_is_refused_with_its_figure() {
+    assert_refused(
+        "attempt_bound_ms = 10\n",
+        "bad.toml:3:20: `attempt_bound_ms` (10 ms) is shorter than a correct attempt can take \
+         once faults heal, 2030 ms",
+        &[
+            "30 ms of round trips",
+            "2000 ms of the longest job",
+            "at least 2030",
+        ],
+    );
+    parsed("attempt_bound_ms = 2_030\n").unwrap_or_else(|err| panic!("{err}"));
+    assert!(parsed("attempt_bound_ms = 2_029\n").is_err());
+}
+
+/// Long jobs count only when they can be drawn; lost replies and pauses add their figures,
+/// and a slow clock stretches the job.
+#[test]
+fn the_attempt_figure_counts_long_jobs_timeouts_pauses_and_a_slow_clock() {
+    let long = "[job]\nlong_share = 1.0\nlong_duration_ms = [40_000, 50_000]\n";
+    assert_refused(
+        long,
+        "bad.toml:1:1: `attempt_bound_ms` (30000 ms) is shorter",
+        &["50030 ms", "50000 ms of the longest job"],
+    );
+    let never_long = "[job]\nlong_share = 0\nlong_duration_ms = [40_000, 50_000]\n";
+    parsed(never_long).unwrap_or_else(|err| panic!("{err}"));
+    let faults = "attempt_bound_ms = 2_030\n[faults]\ntimeout_ms = 700\n\
+                  [faults.reply_lost]\nget = 0.1\n[faults.pause]\nprobability = 0.5\n\
+                  duration_ms = [10, 900]\n";
+    assert_refused(
+        faults,
+        "bad.toml:3:20: `attempt_bound_ms` (2030 ms) is shorter",
+        &[
+            "3630 ms",
+            "700 ms of a lost reply's timeout",
+            "900 ms of a pause still running",
+        ],
+    );
+    let slow = "attempt_bound_ms = 2_030\n[clocks]\ndrift_ppm = [-200_000, 0]\n";
+    assert_refused(
+        slow,
+        "bad.toml:3:20: `attempt_bound_ms` (2030 ms) is shorter",
+        // Eight 250 ms steps, each 312.5 ms on a clock at 0.8 speed, rounded up as the replica's
+        // clock rounds each sleep: 8 x 313.
+        &[
+            "2534 ms",
+            "2504 ms of the longest job (2000 ms on a clock drifting -200000 ppm)",
+        ],
+    );
+}
+
+/// Without compare-and-delete the release is a `get`; with swarm it may be either; without
+/// renewal no renewal is waited for.
+#[test]
+fn the_attempt_figure_follows_the_release_and_the_renewal_a_run_can_use() {
+    let latency = "[latency]\ncreate = [1, 10]\nrenew = [1, 100]\ndelete_if_holder = [1, 1000]\n\
+                   get = [1, 3000]\n";
+    let cases = [
+        ("", 2000 + 2 * (10 + 100 + 1000)),
+        (
+            "[store]\ncompare_and_delete = false\n",
+            2000 + 2 * (10 + 100 + 3000),
+        ),
+        ("swarm = true\n", 2000 + 2 * (10 + 100 + 3000)),
+        ("[claim]\nrenew_every_ms = 0\n", 2000 + 2 * (10 + 1000)),
+    ];
+    for (extra, figure) in cases {
+        let (top, table) = match extra.starts_with('[') {
+            true => ("", extra),
+            false => (extra, ""),
+        };
+        let body = format!("{top}attempt_bound_ms = 1\n{table}{latency}");
+        let error = parsed(&body).expect_err("refused");
+        let want = format!("once faults heal, {figure} ms");
+        assert!(error.contains(&want), "{extra:?}: want {want}, got {error}");
+    }
+}
+
+/// A stop bound shorter than a correct stop() at shutdown is refused at `stop_bound_ms`.
+#[test]
+fn a_stop_bound_no_correct_stop_can_keep_is_refused_with_its_figure() {
+    assert_refused(
+        "stop_bound_ms = 1\n",
+        "bad.toml:3:17: `stop_bound_ms` (1 ms) is shorter than a correct stop() can take at \
+         shutdown: 20 ms",
+        &["raise it to at least 20"],
+    );
+    let slow_create = "stop_bound_ms = 2_009\n[latency]\ncreate = [1, 1_000]\n";
+    assert_refused(slow_create, "bad.toml:3:17:", &["2010 ms"]);
+    parsed("stop_bound_ms = 20\n").unwrap_or_else(|err| panic!("{err}"));
+}
+
+/// With no pause between attempts and a create that can answer at once, attempts could
+/// follow each other at one instant: refused at the schedule; a 1 ms minimum of either loads.
+#[test]
+fn a_zero_schedule_with_an_instant_create_is_refused() {
+    let latency = "[latency]\ncreate = [0, 0]\nrenew = [0, 0]\ndelete_if_holder = [0, 0]\n";
+    assert_refused(
+        &format!("[schedule]\nrun_every_ms = [0, 0]\n{latency}"),
+        "bad.toml:4:16: `schedule.run_every_ms` starts at 0 ms while create latency can be 0",
+        &["at least 1 ms"],
+    );
+    assert_refused(
+        "[schedule]\nrun_every_ms = [0, 10]\n[latency]\ncreate = [0, 5]\n",
+        "bad.toml:4:16: `schedule.run_every_ms`",
+        &[],
+    );
+    let paused = format!("[schedule]\nrun_every_ms = [1, 1]\n{latency}");
+    parsed(&paused).unwrap_or_else(|err| panic!("{err}"));
+    let slow_create = "[schedule]\nrun_every_ms = [0, 0]\n[latency]\ncreate = [1, 1]\n";
+    parsed(slow_create).unwrap_or_else(|err| panic!("{err}"));
+}

@@ -1,4 +1,4 @@
-//! What a work-items run can do: the check across keys that refuses a scenario no correct
+//! What a work-items run can do: the checks across keys that refuse a scenario no correct
 //! worker could pass, so bad input is never reported as the worker's failure.
 //!
 //! Terminology:
@@ -13,8 +13,10 @@
 //!   the end of the liveness phase, each worker settling one item at a time at the lowest
 //!   latencies. An upper bound: a scenario over it cannot settle in any run (one under it may
 //!   still not, in a given run).
+//! - *empty run*: a `run()` that finds nothing to claim: one find, then one status read. A
+//!   run takes no virtual time when both can answer at once.
 //!
-//! A check blames one key (`(key, message)`); the shared loader places it.
+//! Each check blames one key (`(key, message)`); the shared loader places it.
 
 use crate::Scenario;
 use crate::events::Op;
@@ -24,7 +26,24 @@ pub type Finding = (&'static str, String);
 
 /// Every cross-key check of a work-items scenario.
 pub fn check(scenario: &Scenario) -> Result<(), Finding> {
+    runs_take_time(scenario)?;
     items_can_settle(scenario)
+}
+
+/// With no pause between runs and an empty run that can take no time, a replica with nothing
+/// to claim starts run after run at one virtual instant forever: a `spin` of its driver.
+fn runs_take_time(scenario: &Scenario) -> Result<(), Finding> {
+    let pause_ms = scenario.schedule.run_every_ms.min;
+    let empty_run_ms =
+        quickest_round_trip_ms(scenario, Op::Find) + quickest_round_trip_ms(scenario, Op::Status);
+    if pause_ms + empty_run_ms > 0 {
+        return Ok(());
+    }
+    let message = "starts at 0 ms while find and status latencies can be 0 too: a replica with \
+                   nothing to claim could start run after run at one virtual instant forever; \
+                   give one of them a minimum of at least 1 ms"
+        .to_string();
+    Err(("schedule.run_every_ms", message))
 }
 
 /// The shortest round trip of `op`: its lowest latency there and back.

@@ -213,3 +213,28 @@ fn the_settle_bound_counts_every_chunk_and_the_provider() {
     let failing = format!("{head}{text}[faults.reject]\napply = 0.5\n");
     parse_scenario("ok", "ok.toml", &failing).unwrap_or_else(|err| panic!("{err}"));
 }
+
+/// With no pause between runs and a find and a status read that can answer at once, a
+/// replica with nothing to claim could run at one instant forever: refused at the schedule;
+/// a 1 ms minimum of the pause, the find or the status read loads.
+#[test]
+fn a_zero_schedule_with_instant_empty_runs_is_refused() {
+    let zero = "[schedule]\nrun_every_ms = [0, 0]\n[latency]\nfind = [0, 0]\nstatus = [0, 3]\n";
+    let err = error_of(zero);
+    assert!(
+        err.starts_with(
+            "bad.toml:4:16: `schedule.run_every_ms` starts at 0 ms while find and status \
+             latencies can be 0 too"
+        ),
+        "{err}"
+    );
+    let head = "description = \"x\"\nsystem = \"work-items\"\n";
+    for (from, to) in [
+        ("[0, 0]\n[l", "[1, 1]\n[l"),
+        ("find = [0, 0]", "find = [1, 1]"),
+        ("status = [0, 3]", "status = [1, 3]"),
+    ] {
+        let text = format!("{head}{}", zero.replace(from, to));
+        parse_scenario("ok", "ok.toml", &text).unwrap_or_else(|err| panic!("{text}: {err}"));
+    }
+}
