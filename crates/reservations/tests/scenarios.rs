@@ -18,13 +18,13 @@ fn bad_reservation_settings_are_refused_at_their_place() {
     let cases = [
         (
             "[worker]\nbatch_size = 9\n",
-            "bad.toml:3:1",
-            "batch_size 9 is above 8",
+            "bad.toml:4:14",
+            "`worker.batch_size` must be a whole number from 1 to 8, got 9",
         ),
         (
             "[worker]\nbatch_size = 0\n",
-            "bad.toml:3:1",
-            "batch_size must be at least 1",
+            "bad.toml:4:14",
+            "`worker.batch_size` must be a whole number from 1 to 8, got 0",
         ),
         (
             "[worker]\ninitial_backoff_ms = 50\nmax_backoff_ms = 10\n",
@@ -34,7 +34,7 @@ fn bad_reservation_settings_are_refused_at_their_place() {
         (
             "[worker]\nclaim_for_ms = -1\n",
             "bad.toml:4:16",
-            "`worker.claim_for_ms` must be a whole number from 0 to 3600000, got -1",
+            "`worker.claim_for_ms` must be a whole number from 1 to 3600000, got -1",
         ),
         (
             "[worker]\nmax_attempts = 2.5\n",
@@ -81,6 +81,54 @@ fn bad_reservation_settings_are_refused_at_their_place() {
             "[latency]\ndelete = [1, 2]\n",
             "bad.toml:4:10",
             "unknown operation `delete`",
+        ),
+    ];
+    for (text, at, why) in cases {
+        let message = refused(text);
+        assert!(message.starts_with(at), "{message}\n(expected at {at})");
+        assert!(message.contains(why), "{message}\n(expected: {why})");
+    }
+}
+
+#[test]
+fn agents_place_every_ms_is_a_period_of_at_least_one_ms() {
+    // A period of 0 had the agents sleep 0 ms in a loop: the world's clock never moved and a
+    // replay never returned.
+    let message = refused("[agents]\nplace_every_ms = [0, 0]\n");
+    assert!(message.starts_with("bad.toml:4:19"), "{message}");
+    assert!(
+        message.contains("`agents.place_every_ms`") && message.contains("from 1 to 3600000"),
+        "{message}"
+    );
+}
+
+#[test]
+fn worker_counts_are_refused_at_the_value_with_their_real_range() {
+    let cases = [
+        (
+            "[worker]\nmax_attempts = 4000000000\n",
+            "bad.toml:4:16",
+            "`worker.max_attempts` must be a whole number from 1 to 1000, got 4000000000",
+        ),
+        (
+            "[worker]\nmax_attempts = 0\n",
+            "bad.toml:4:16",
+            "`worker.max_attempts` must be a whole number from 1 to 1000, got 0",
+        ),
+        (
+            "[worker]\nclaim_for_ms = 0\n",
+            "bad.toml:4:16",
+            "`worker.claim_for_ms` must be a whole number from 1 to 3600000, got 0",
+        ),
+        (
+            "[worker]\ninitial_backoff_ms = 0\n",
+            "bad.toml:4:22",
+            "`worker.initial_backoff_ms` must be a whole number from 1 to 3600000, got 0",
+        ),
+        (
+            "[worker]\nmax_backoff_ms = 0\n",
+            "bad.toml:4:18",
+            "`worker.max_backoff_ms` must be a whole number from 1 to 3600000, got 0",
         ),
     ];
     for (text, at, why) in cases {
