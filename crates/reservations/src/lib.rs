@@ -14,6 +14,7 @@
 //! | [`ports`] | the worker's ports on the simulated world, the primitives, `WorkerUnderTest` |
 //! | [`driver`] | a replica's loop calling `run()`, kills and restarts, the metrics note |
 //! | [`settings`] | the system's scenario keys, and what a swarm run draws from them |
+//! | [`bounds`] | what a run can do: the bounds no correct worker could keep are refused |
 //! | [`checkers`] | one checker per invariant, the "sometimes" situations, the contract audit |
 //! | [`defects`] | the defective workers, each the correct engine with one defect |
 //! | [`render`] | how its events read in a trace and draw on a timeline |
@@ -22,6 +23,7 @@
 //! `futures` and its ports.
 
 pub mod agents;
+pub mod bounds;
 pub mod checkers;
 pub mod defects;
 pub mod driver;
@@ -103,6 +105,10 @@ impl System for Reservations {
 
     fn settings(part: SystemPart<'_>) -> Result<settings::Settings, ScenarioError> {
         settings::parse(part)
+    }
+
+    fn check_scenario(scenario: &Scenario) -> Result<(), (&'static str, String)> {
+        bounds::check(scenario)
     }
 
     fn draw(scenario: &Scenario, env: &dyn Env<Self>, scale: &Scale<'_>) -> settings::Drawn {

@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Positive, Probability, whole_field};
+use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Positive, Probability, period_ms, whole_field};
 use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
 use reservations_worker::{RetryPolicy, WorkerConfig};
 use serde::Deserialize;
@@ -26,14 +26,29 @@ use crate::events::{MAX_BATCH, Reservations};
 /// typo (an extra zero) is likelier than a plan.
 pub const MAX_BACKLOG: i64 = 100_000;
 
-/// A count of `[worker]` (checked further, with the worker's own rules, at `[worker]`).
-fn count_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    whole_field(d, 0, i64::from(u32::MAX))
+/// The most attempts per reservation and claim: past this a typo is likelier than a plan (each
+/// attempt of a chain may wait up to `max_backoff_ms`).
+pub const MAX_ATTEMPTS: i64 = 1_000;
+
+/// `batch_size`: 1 to [`MAX_BATCH`], the most one claim answer carries in the simulation.
+fn batch_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    whole_field(d, 1, MAX_BATCH as i64)
 }
 
-/// A span of `[worker]`, from 0 to the longest span a scenario takes.
+/// `max_attempts`: 1 to [`MAX_ATTEMPTS`].
+fn attempts_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    whole_field(d, 1, MAX_ATTEMPTS)
+}
+
+/// A span of `[worker]` that may be 0 (the idle pause and its jitter: their sum is checked at
+/// `[worker]`), up to the longest span a scenario takes.
 fn span_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     whole_field(d, 0, MAX_SPAN_MS as i64)
+}
+
+/// A span of `[worker]` the worker needs above 0 (the claim duration, the backoffs).
+fn positive_span_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    whole_field(d, 1, MAX_SPAN_MS as i64)
 }
 
 fn backlog_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
@@ -46,19 +61,19 @@ fn backlog_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WorkerSection {
-    #[serde(deserialize_with = "count_field")]
+    #[serde(deserialize_with = "batch_field")]
     pub batch_size: u32,
-    #[serde(deserialize_with = "span_field")]
+    #[serde(deserialize_with = "positive_span_field")]
     pub claim_for_ms: u64,
     #[serde(deserialize_with = "span_field")]
     pub idle_ms: u64,
     #[serde(deserialize_with = "span_field")]
     pub idle_jitter_ms: u64,
-    #[serde(deserialize_with = "count_field")]
+    #[serde(deserialize_with = "attempts_field")]
     pub max_attempts: u32,
-    #[serde(deserialize_with = "span_field")]
+    #[serde(deserialize_with = "positive_span_field")]
     pub initial_backoff_ms: u64,
-    #[serde(deserialize_with = "span_field")]
+    #[serde(deserialize_with = "positive_span_field")]
     pub max_backoff_ms: u64,
 }
 
@@ -97,7 +112,9 @@ impl WorkerSection {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentsSection {
-    /// The pause between two placements.
+    /// The pause between two placements: a period, at least 1 ms (agents placing at one
+    /// virtual instant forever would never let the world's clock move).
+    #[serde(deserialize_with = "period_ms")]
     pub place_every_ms: MsRange,
     /// How long a placed hold lasts before it is due.
     pub hold_ms: MsRange,
@@ -203,14 +220,8 @@ pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
     config
         .validate()
         .map_err(|err| part.error_at(worker_span.clone(), &format!("[worker]: {err}")))?;
-    if config.batch_size as usize > MAX_BATCH {
-        let message = format!(
-            "[worker]: batch_size {} is above {MAX_BATCH}, the most one claim answer carries in \
-             the simulation",
-            config.batch_size
-        );
-        return Err(part.error_at(worker_span, &message));
-    }
+    // invariant: `batch_size` was read within 1..=MAX_BATCH, the most a claim answer carries.
+    assert!((1..=MAX_BATCH).contains(&(config.batch_size as usize)));
     Ok(Settings {
         worker: config,
         agents: file.agents,
