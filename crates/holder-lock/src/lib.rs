@@ -199,6 +199,10 @@ impl System for HolderLock {
         render::draws(event, out);
     }
 
+    fn timeline_words() -> &'static leasesim_timeline::Words {
+        &render::TIMELINE_WORDS
+    }
+
     fn shrink_moves() -> &'static [(&'static str, &'static str)] {
         &[("faults.job_fail", "0"), ("job.long_share", "0")]
     }

@@ -8,13 +8,14 @@
 //!   when a delete removes a claim another replica made (the seed's third worker walks in
 //!   through that door).
 //! - *strokes*: a claim the store made starts a held claim on the replica's lane (labelled
-//!   with the token's serial), the attempt's end ends it; job steps are effects (drawn as deletes), a claim's end is a revocation mark,
-//!   a release that freed nothing is `FreedNothing`, a delete of another replica's claim a
-//!   `StaleDelete`.
+//!   with the token's serial), the attempt's end ends it; job steps are effects (drawn as
+//!   deletes), a key running out is a revocation mark, a release that freed nothing is
+//!   `FreedNothing`, a delete of another replica's claim a `StaleDelete`. The legend and
+//!   hover texts name them in this system's words ([`TIMELINE_WORDS`]).
 
 use leasesim_events::{ClockMs, EventKind, NetFailure, OpSet, ReplicaId};
 use leasesim_sim::Annotator;
-use leasesim_timeline::{CallStyle, Draw, MarkKind};
+use leasesim_timeline::{CallStyle, CallWords, Draw, MarkKind, MarkWords, Words};
 
 use crate::HolderLock;
 use crate::events::{
@@ -304,3 +305,87 @@ pub fn draws(event: &Event, out: &mut Vec<Draw>) {
         _ => {}
     }
 }
+
+/// What this system's timeline pieces are called: the meaning `call_style` and `draws` give
+/// the shared classes and mark kinds. There is no effect call row (job steps are local), and
+/// kinds drawn the same for every system (rejections, lost replies, stops, restarts, clock
+/// jumps) keep the shared words.
+pub const TIMELINE_WORDS: Words = Words {
+    held: "claim held, labelled with the serial of its holder token (t4: token 00a3f9:4)",
+    held_token: "claim with token serial",
+    held_lost: "renew refused",
+    calls: &[
+        CallWords {
+            class: "ca",
+            label: "create call",
+        },
+        CallWords {
+            class: "cr",
+            label: "renew or set call",
+        },
+        CallWords {
+            class: "cl",
+            label: "release or read call (delete_if_holder, get, delete)",
+        },
+    ],
+    marks: &[
+        MarkWords {
+            kind: MarkKind::Delete,
+            noun: "job step",
+            legend: "job step done (steps)",
+            count: "",
+            label: "{n}",
+        },
+        MarkWords::plain(
+            MarkKind::StaleDelete,
+            "delete of a token another wrote",
+            "delete removed a token ANOTHER replica wrote",
+        ),
+        MarkWords::plain(
+            MarkKind::Renewal,
+            "renewal",
+            "claim renewed (same token, later lifetime end)",
+        ),
+        MarkWords::plain(
+            MarkKind::RenewLost,
+            "renew refused",
+            "renew refused: not the holder",
+        ),
+        MarkWords::plain(
+            MarkKind::Release,
+            "release",
+            "delete removed a token this replica wrote",
+        ),
+        MarkWords::plain(
+            MarkKind::FreedNothing,
+            "delete freed nothing",
+            "delete_if_holder deleted nothing: another token, or absent",
+        ),
+        MarkWords::plain(
+            MarkKind::Takeover,
+            "takeover",
+            "create took over a claim that ran out",
+        ),
+        MarkWords::plain(
+            MarkKind::Revoked,
+            "run out",
+            "a key ran out (lifetime over): its token is gone",
+        ),
+    ],
+    drawn: Some(&[
+        MarkKind::Delete,
+        MarkKind::StaleDelete,
+        MarkKind::Renewal,
+        MarkKind::RenewLost,
+        MarkKind::Release,
+        MarkKind::FreedNothing,
+        MarkKind::Takeover,
+        MarkKind::Rejected,
+        MarkKind::ReplyLost,
+        MarkKind::StopCalled,
+        MarkKind::StopResolved,
+        MarkKind::Restarted,
+        MarkKind::ClockJump,
+        MarkKind::Revoked,
+    ]),
+};

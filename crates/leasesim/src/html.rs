@@ -101,6 +101,7 @@ pub fn render<S: System>(head: &TraceHeader, report: &RunReport<S>, replicas: u1
         strokes: &strokes,
         lines: &lines,
         violation,
+        words: S::timeline_words(),
     };
     leasesim_timeline::render_html(&input)
 }

@@ -551,9 +551,9 @@ fn a_shrunk_counterexample_draws_its_foreign_delete_and_violation_on_a_timeline(
         html.contains(">r1</text>") && html.contains(">r2</text>"),
         "a lane per replica"
     );
-    // The delete of another replica's live claim is drawn as a stale delete.
+    // The delete of another replica's live claim is drawn as a stale delete, named so.
     assert!(
-        html.contains("<g class=\"ms\"><title>stale delete"),
+        html.contains("<g class=\"ms\"><title>delete of a token another wrote"),
         "the foreign delete is drawn"
     );
     let lower = html.to_lowercase();

@@ -1,8 +1,9 @@
 //! The work-items system's runs on the HTML timeline: one lane per replica, each claim a held
-//! token bar (the shared timeline words it "lease token": a claim is a lease), the end of a
-//! claim that learned it was lost, and the item's story as marks whose hover text is the
-//! trace line naming the item: chunks applied, takeovers after expiry, stale writes refused,
-//! done-marks. The document needs nothing from outside.
+//! token bar, the end of a claim that learned it was lost, and the item's story as marks whose
+//! hover text is the trace line naming the item: chunks applied, takeovers after expiry, stale
+//! writes refused, done-marks. The legend and hover texts say so in the system's own words
+//! (claims, effects, end marks), not the retention system's (leases, deletes, releases). The
+//! document needs nothing from outside.
 
 use leasesim::Strategy;
 use leasesim::catalog::resolve_one;
@@ -52,11 +53,11 @@ fn the_ugly_transition_draws_lanes_claims_takeovers_and_refused_writes() {
         );
     }
     assert!(
-        html.contains("lease token "),
+        html.contains("claim token "),
         "no claim is drawn as a held token"
     );
     assert!(
-        html.contains("lost: renew answered none"),
+        html.contains("lost: a write answered LEASE LOST"),
         "no claim bar ends where its worker learned the claim was lost"
     );
     // Each mark's hover text is the trace line that names the item.
@@ -68,6 +69,63 @@ fn the_ugly_transition_draws_lanes_claims_takeovers_and_refused_writes() {
     let lower = html.to_lowercase();
     for forbidden in ["http://", "https://", "<script", "<link", "url("] {
         assert!(!lower.contains(forbidden), "{forbidden}");
+    }
+}
+
+/// The legend: everything between its opening and closing tags.
+fn legend(html: &str) -> &str {
+    let start = html.find("<div class=\"legend\">").expect("a legend");
+    let end = start + html[start..].find("</div>").expect("the legend ends");
+    &html[start..end]
+}
+
+#[test]
+fn the_legend_and_hover_texts_speak_of_claims_effects_and_end_marks() {
+    let html = timeline("items-ugly-transition", 0);
+    let legend = legend(&html);
+    for own in [
+        "item claimed, labelled with its fencing token",
+        "claim call",
+        "effect call (apply_if_owner",
+        "chunk or provider effect applied",
+        "claim renewed (same token",
+        "write answered LEASE LOST",
+        "item marked done, released or failed",
+        "tally as liveness ends (items open)",
+    ] {
+        assert!(legend.contains(own), "the legend does not say `{own}`");
+    }
+    for retention in [
+        "lease held",
+        "acquire call",
+        "delete call",
+        "delete applied",
+        "renewal (new token)",
+        "leadership lost",
+        "release freed the lease",
+        "revoked by the authority",
+        "backlog check",
+    ] {
+        assert!(!legend.contains(retention), "the legend says `{retention}`");
+    }
+    // A mark's hover summary (its first line) names it with the system's noun.
+    for (class, noun) in [("md", "effect"), ("mr", "end mark"), ("mo", "lease lost")] {
+        let found = titles(&html, class);
+        assert!(!found.is_empty(), "no `{class}` mark");
+        assert!(
+            found
+                .iter()
+                .all(|title| title.lines().next().unwrap().contains(noun)),
+            "a `{class}` mark is not called `{noun}`"
+        );
+    }
+    for retention in [
+        "<title>delete",
+        "<title>release freed",
+        "<title>lease token",
+        " rows",
+    ] {
+        assert!(!html.contains(retention), "a hover text says `{retention}`");
     }
 }
 

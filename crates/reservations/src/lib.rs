@@ -206,6 +206,10 @@ impl System for Reservations {
         render::draws(event, out);
     }
 
+    fn timeline_words() -> &'static leasesim_timeline::Words {
+        &render::TIMELINE_WORDS
+    }
+
     fn shrink_moves() -> &'static [(&'static str, &'static str)] {
         &[
             ("faults.kill.probability", "0"),

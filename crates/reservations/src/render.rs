@@ -11,11 +11,12 @@
 //!   drawn as a `Delete`, a state conflict as a `RefusedDelete`, a consume on the world row as
 //!   a `Revoked`, a release that freed nothing as `FreedNothing`, a dead letter as a `Backlog`
 //!   mark, a kill as a `StopCalled`; a batch of claims is a held token from its claim's answer
-//!   to the worker's next claim.
+//!   to the worker's next claim. The legend and hover texts name them in this system's words
+//!   ([`TIMELINE_WORDS`]).
 
 use leasesim_events::{OpSet, ReplicaId};
 use leasesim_sim::Annotator;
-use leasesim_timeline::{CallStyle, Draw, MarkKind};
+use leasesim_timeline::{CallStyle, CallWords, Draw, MarkKind, MarkWords, Words};
 
 use crate::Reservations;
 use crate::events::{
@@ -363,3 +364,85 @@ fn applied_mark(applied: &Applied) -> Option<MarkKind> {
     };
     Some(kind)
 }
+
+/// What this system's timeline pieces are called: the meaning `call_style` and `draws` give
+/// the shared classes and mark kinds. Kinds drawn the same for every system (rejections, lost
+/// replies, stop returns, restarts, clock jumps) and a release that freed nothing keep the
+/// shared words.
+pub const TIMELINE_WORDS: Words = Words {
+    held: "batch claimed, labelled with its claim token (t7: token 7)",
+    held_token: "claim token",
+    held_lost: "process killed",
+    calls: &[
+        CallWords {
+            class: "ca",
+            label: "claim call",
+        },
+        CallWords {
+            class: "cr",
+            label: "dead_letter call",
+        },
+        CallWords {
+            class: "cl",
+            label: "release_claim call",
+        },
+        CallWords {
+            class: "cd",
+            label: "expire call",
+        },
+    ],
+    marks: &[
+        MarkWords {
+            kind: MarkKind::Delete,
+            noun: "expiry",
+            legend: "reservation expired (count)",
+            count: "{n} expired",
+            label: "{n}",
+        },
+        MarkWords {
+            kind: MarkKind::StaleDelete,
+            noun: "unguarded expiry",
+            legend: "reservation expired by id alone, with NO GUARD",
+            count: "{n} expired",
+            label: "{n}",
+        },
+        MarkWords::plain(
+            MarkKind::RefusedDelete,
+            "state conflict",
+            "expire refused: already expired, not eligible or malformed",
+        ),
+        MarkWords::plain(MarkKind::Release, "release", "release freed the claim"),
+        MarkWords::plain(
+            MarkKind::Takeover,
+            "claim overwrite",
+            "plain claim write over a LIVE claim",
+        ),
+        MarkWords::plain(
+            MarkKind::StopCalled,
+            "stop called or kill",
+            "stop() called, or process killed (fault)",
+        ),
+        MarkWords::plain(MarkKind::Revoked, "consume", "agent consumed a reservation"),
+        MarkWords::plain(
+            MarkKind::Backlog,
+            "dead letter",
+            "dead letter recorded, reservation parked",
+        ),
+    ],
+    drawn: Some(&[
+        MarkKind::Delete,
+        MarkKind::StaleDelete,
+        MarkKind::RefusedDelete,
+        MarkKind::Release,
+        MarkKind::FreedNothing,
+        MarkKind::Takeover,
+        MarkKind::Rejected,
+        MarkKind::ReplyLost,
+        MarkKind::StopCalled,
+        MarkKind::StopResolved,
+        MarkKind::Restarted,
+        MarkKind::ClockJump,
+        MarkKind::Revoked,
+        MarkKind::Backlog,
+    ]),
+};

@@ -148,6 +148,13 @@ pub trait System: Judged + Sized {
     /// phases) are drawn by the shared renderer.
     fn draws(event: &Event<Self>, out: &mut Vec<leasesim_timeline::Draw>);
 
+    /// What the system calls its held bars, call rows and marks on a timeline (legend and
+    /// hover text). The default is the retention system's words, which every timeline used
+    /// before systems named their own; a system names what its `draws` and `call_style` mean.
+    fn timeline_words() -> &'static leasesim_timeline::Words {
+        &leasesim_timeline::Words::RETENTION
+    }
+
     /// Scenario keys a shrink may simplify, with their simplest value (TOML): faults it may
     /// switch off, loads it may reduce (`faults.short_delete = 0`, `store.rows = 0`).
     fn shrink_moves() -> &'static [(&'static str, &'static str)] {

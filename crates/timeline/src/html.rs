@@ -5,7 +5,8 @@
 //!   profile, verdict), verbatim in a `<pre>`.
 //! - *banner*: the violated invariant and its sentence, in the violation colour, with a link
 //!   to the marker on the timeline.
-//! - *legend*: one swatch per drawn element kind, drawn with the same classes as the plot.
+//! - *legend*: one swatch per drawn element kind, drawn with the same classes as the plot and
+//!   named in the system's words (only the mark kinds it says it draws, when it says so).
 //! - *footer*: event count, span, scale and how many marks were merged.
 
 use std::fmt::Write as _;
@@ -13,6 +14,7 @@ use std::fmt::Write as _;
 use crate::escape::{escape, push_escaped};
 use crate::style::{ALL_KINDS, Shape, css, kind_style};
 use crate::svg::{MERGE_GAP_PX, Spot};
+use crate::words::Words;
 use crate::{TimelineInput, ViolationMark};
 
 /// What the document shows besides the caller's text.
@@ -48,7 +50,7 @@ pub(crate) fn document(input: &TimelineInput<'_>, parts: &Parts<'_>) -> String {
         "<div class=\"tl\">\n{}\n<div class=\"scroll\">\n{}\n</div>\n</div>\n",
         parts.names_svg, parts.plot_svg
     );
-    legend(&mut out);
+    legend(&mut out, input.words);
     let _ = write!(
         out,
         "<p class=\"foot\">{} events over {} ms of virtual time; {} px per second; marks of one \
@@ -94,7 +96,7 @@ fn entry(out: &mut String, swatch: &str, text: &str) {
     );
 }
 
-fn legend(out: &mut String) {
+fn legend(out: &mut String, words: &Words) {
     out.push_str("<div class=\"legend\">\n");
     let bar = |class: &str| {
         format!("<rect class=\"{class}\" x=\"1\" y=\"2\" width=\"20\" height=\"8\"/>")
@@ -102,28 +104,23 @@ fn legend(out: &mut String) {
     let line = |class: &str| {
         format!("<rect class=\"{class}\" x=\"1\" y=\"5\" width=\"20\" height=\"2\"/>")
     };
-    entry(
-        out,
-        &bar("tb"),
-        "lease held, labelled with its fencing token (t7: token 7)",
-    );
-    entry(out, &line("ca"), "acquire call");
-    entry(out, &line("cr"), "renew call");
-    entry(out, &line("cd"), "delete call");
-    entry(out, &line("cl"), "release call");
+    entry(out, &bar("tb"), words.held);
+    for call in words.calls {
+        entry(out, &line(call.class), call.label);
+    }
     entry(
         out,
         &line("cf"),
         "call failed (rejected, reply lost, error)",
     );
-    for kind in ALL_KINDS {
+    for kind in ALL_KINDS.into_iter().filter(|kind| words.lists(*kind)) {
         let style = kind_style(kind);
         let swatch = format!(
             "<g class=\"{}\">{}</g>",
             style.class,
             swatch_shape(style.shape)
         );
-        entry(out, &swatch, style.legend);
+        entry(out, &swatch, words.mark(kind).legend);
     }
     entry(out, &bar("pz"), "process paused");
     entry(out, &bar("ps"), "phase: safety (faults on)");

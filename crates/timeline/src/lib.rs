@@ -14,6 +14,8 @@
 //! - *call line*: a thin line from a call's send to its answer, one row per operation.
 //! - *mark*: a small shape at a point event: deletes (with row counts), renewals, releases,
 //!   faults and refusals (warning colour), stops, restarts, clock jumps.
+//! - *words*: what the system calls its held bars, call rows and marks in the legend and the
+//!   hover text ([`Words`]); the words above are the retention system's, the default.
 //! - *cluster*: consecutive marks of one kind closer than [`MERGE_GAP_PX`] at the chosen scale,
 //!   drawn as one (deletes show the summed rows; the hover text lists the first events).
 //! - *pause*: a process pause, shaded over the lane from `Paused` to `Resumed`.
@@ -35,12 +37,14 @@ pub mod palette;
 mod scale;
 mod style;
 mod svg;
+mod words;
 
 pub use layout::{LANE_GAP_PX, LANE_HEIGHT_PX, LANE_PROBE_X_PX, NAMES_WIDTH_PX};
 pub use model::{CallStyle, Draw, MarkKind, Moment, Stroke};
 pub use palette::{LANE_FILL_EVEN, LANE_FILL_EVEN_RGB, LANE_FILL_ODD, LANE_FILL_ODD_RGB};
 pub use scale::{DEFAULT_PX_PER_S, MAX_PLOT_WIDTH_PX, MAX_PX_PER_S, MIN_PLOT_WIDTH_PX};
 pub use svg::MERGE_GAP_PX;
+pub use words::{CallWords, MarkWords, Words};
 
 /// Everything one timeline shows.
 #[derive(Clone, Debug)]
@@ -60,6 +64,9 @@ pub struct TimelineInput<'a> {
     pub lines: &'a [String],
     /// The violation to highlight.
     pub violation: Option<ViolationMark>,
+    /// What the system calls its held bars, call rows and marks ([`Words::RETENTION`] for
+    /// the retention system's words).
+    pub words: &'a Words,
 }
 
 /// The event that broke an invariant.
@@ -78,7 +85,7 @@ pub fn render_html(input: &TimelineInput<'_>) -> String {
         .violation
         .as_ref()
         .and_then(|mark| locate(input.moments, mark));
-    let mut plot = svg::Plot::new(scale, input.lines, model.lanes.len());
+    let mut plot = svg::Plot::new(scale, input.lines, input.words, model.lanes.len());
     let plot_svg = plot.render(&model, spot.as_ref());
     let names_svg = svg::names_svg(model.lanes.len());
     let parts = html::Parts {

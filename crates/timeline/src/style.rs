@@ -29,19 +29,15 @@ pub(crate) enum Row {
     World,
 }
 
-/// How one kind of mark is drawn and named.
+/// How one kind of mark is drawn (what it is called is the system's: [`crate::Words`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KindStyle {
     pub class: &'static str,
     pub shape: Shape,
     pub row: Row,
-    /// Singular noun for hover summaries: "3 × delete".
-    pub noun: &'static str,
-    /// Legend text.
-    pub legend: &'static str,
 }
 
-/// How each mark kind is drawn and named, in legend order.
+/// How each mark kind is drawn, in legend order.
 const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
     use {MarkKind as K, Row as R, Shape as S};
     [
@@ -51,8 +47,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "md",
                 shape: S::Bar,
                 row: R::Delete,
-                noun: "delete",
-                legend: "delete applied (rows)",
             },
         ),
         (
@@ -61,8 +55,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "ms",
                 shape: S::Bar,
                 row: R::Delete,
-                noun: "stale delete",
-                legend: "delete applied with a STALE token",
             },
         ),
         (
@@ -71,8 +63,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mx",
                 shape: S::Bar,
                 row: R::Delete,
-                noun: "refused delete",
-                legend: "delete refused: stale token",
             },
         ),
         (
@@ -81,8 +71,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mn",
                 shape: S::Dot,
                 row: R::Control,
-                noun: "renewal",
-                legend: "renewal (new token)",
             },
         ),
         (
@@ -91,8 +79,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mo",
                 shape: S::Dot,
                 row: R::Control,
-                noun: "renew answered none",
-                legend: "renew answered none: leadership lost",
             },
         ),
         (
@@ -101,8 +87,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mr",
                 shape: S::Square,
                 row: R::Control,
-                noun: "release",
-                legend: "release freed the lease",
             },
         ),
         (
@@ -111,8 +95,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mf",
                 shape: S::Square,
                 row: R::Control,
-                noun: "release freed nothing",
-                legend: "release freed nothing",
             },
         ),
         (
@@ -121,8 +103,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mt",
                 shape: S::Triangle,
                 row: R::Control,
-                noun: "takeover",
-                legend: "acquire took over an expired lease",
             },
         ),
         (
@@ -131,8 +111,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mj",
                 shape: S::Triangle,
                 row: R::Control,
-                noun: "rejected call",
-                legend: "call rejected before apply",
             },
         ),
         (
@@ -141,8 +119,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mq",
                 shape: S::Diamond,
                 row: R::Control,
-                noun: "lost reply",
-                legend: "reply lost after apply",
             },
         ),
         (
@@ -151,8 +127,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mc",
                 shape: S::HollowSquare,
                 row: R::Control,
-                noun: "stop called",
-                legend: "stop() called",
             },
         ),
         (
@@ -161,8 +135,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "me",
                 shape: S::Square,
                 row: R::Control,
-                noun: "stop returned",
-                legend: "stop() returned",
             },
         ),
         (
@@ -171,8 +143,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mz",
                 shape: S::Diamond,
                 row: R::Control,
-                noun: "restart",
-                legend: "restarted with a fresh worker",
             },
         ),
         (
@@ -181,8 +151,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mk",
                 shape: S::Tick,
                 row: R::Control,
-                noun: "clock jump",
-                legend: "clock jump",
             },
         ),
         (
@@ -191,8 +159,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mv",
                 shape: S::Triangle,
                 row: R::World,
-                noun: "revocation",
-                legend: "lease revoked by the authority",
             },
         ),
         (
@@ -201,8 +167,6 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
                 class: "mb",
                 shape: S::Dot,
                 row: R::World,
-                noun: "backlog check",
-                legend: "backlog check (rows left)",
             },
         ),
     ]

@@ -18,6 +18,7 @@ use crate::model::{CallSpan, Lane, Mark, MarkKind, Model, PhaseBand, Segment, Sp
 use crate::palette::{LANE_FILL_EVEN, LANE_FILL_ODD, WORLD_ROW_FILL};
 use crate::scale::{Scale, px, text_width_tenths, tick_label};
 use crate::style::{Row, Shape, kind_style};
+use crate::words::{Words, fill};
 
 /// Marks of one kind closer than this are merged into one.
 pub const MERGE_GAP_PX: u64 = 4;
@@ -84,17 +85,24 @@ pub(crate) struct Plot<'a> {
     out: String,
     scale: Scale,
     lines: &'a [String],
+    words: &'a Words,
     lanes: usize,
     /// Marks and call lines drawn as part of a cluster rather than on their own.
     pub merged_away: usize,
 }
 
 impl<'a> Plot<'a> {
-    pub(crate) fn new(scale: Scale, lines: &'a [String], lanes: usize) -> Plot<'a> {
+    pub(crate) fn new(
+        scale: Scale,
+        lines: &'a [String],
+        words: &'a Words,
+        lanes: usize,
+    ) -> Plot<'a> {
         Plot {
             out: String::new(),
             scale,
             lines,
+            words,
             lanes,
             merged_away: 0,
         }
@@ -204,18 +212,17 @@ impl<'a> Plot<'a> {
         let (x, end) = (self.x(span.start_ms), self.x(span.end_ms));
         let width = (end - x).max(10);
         self.rect("tb", x, top + BAR_TOP_PX, width, BAR_HEIGHT_PX);
-        let summary = format!(
-            "lease token {} held {} ms (t={}..{} ms){}",
+        let mut summary = format!(
+            "{} {} held {} ms (t={}..{} ms)",
+            self.words.held_token,
             segment.token,
             span.end_ms - span.start_ms,
             span.start_ms,
-            span.end_ms,
-            if segment.lost {
-                ", lost: renew answered none"
-            } else {
-                ""
-            }
+            span.end_ms
         );
+        if segment.lost {
+            let _ = write!(summary, ", lost: {}", self.words.held_lost);
+        }
         self.title(&summary, &span.events);
         self.out.push_str("</rect>\n");
         if segment.lost {
@@ -298,12 +305,12 @@ impl<'a> Plot<'a> {
                 Row::World => top + 7,
             };
             for cluster in self.merged(items, MERGE_GAP_PX * 10) {
-                let summary = mark_summary(kind, &cluster);
+                let summary = mark_summary(self.words, kind, &cluster);
                 let _ = write!(self.out, "<g class=\"{}\">", style.class);
                 self.title(&summary, &cluster.events);
                 self.shape(style.shape, &cluster, row_top);
                 self.out.push_str("</g>\n");
-                if let Some(label) = mark_label(kind, &cluster) {
+                if let Some(label) = mark_label(self.words, kind, &cluster) {
                     let offset = if kind == MarkKind::Backlog { 60 } else { 0 };
                     labels.push((cluster.start_tenths + offset, label_class(kind), label));
                 }
@@ -450,21 +457,23 @@ fn count_summary(count: usize, noun: &str) -> String {
     }
 }
 
-fn mark_summary(kind: MarkKind, cluster: &Cluster) -> String {
-    let summary = count_summary(cluster.count, kind_style(kind).noun);
-    match kind {
-        MarkKind::Delete | MarkKind::StaleDelete => format!("{summary}: {} rows", cluster.rows),
-        MarkKind::Backlog => format!("{summary}: {} rows left", cluster.rows),
-        _ => summary,
+/// A mark's hover summary: its noun (counted when merged), then its count in the system's
+/// words, if they show one (retention's: rows deleted, rows left at backlog checks).
+fn mark_summary(words: &Words, kind: MarkKind, cluster: &Cluster) -> String {
+    let words = words.mark(kind);
+    let summary = count_summary(cluster.count, words.noun);
+    match words.count {
+        "" => summary,
+        count => format!("{summary}: {}", fill(count, cluster.rows)),
     }
 }
 
-/// The text under a mark: row counts of deletes, rows left at backlog checks.
-fn mark_label(kind: MarkKind, cluster: &Cluster) -> Option<String> {
-    match kind {
-        MarkKind::Delete | MarkKind::StaleDelete => Some(cluster.rows.to_string()),
-        MarkKind::Backlog => Some(format!("backlog {} left", cluster.rows)),
-        _ => None,
+/// The text under a mark, if the system's words give one (retention's: row counts of
+/// deletes, rows left at backlog checks).
+fn mark_label(words: &Words, kind: MarkKind, cluster: &Cluster) -> Option<String> {
+    match words.mark(kind).label {
+        "" => None,
+        label => Some(fill(label, cluster.rows)),
     }
 }
 

@@ -196,6 +196,10 @@ impl System for WorkItems {
         render::draws(event, out);
     }
 
+    fn timeline_words() -> &'static leasesim_timeline::Words {
+        &render::TIMELINE_WORDS
+    }
+
     fn shrink_moves() -> &'static [(&'static str, &'static str)] {
         &[
             ("faults.provider_refuses", "0"),

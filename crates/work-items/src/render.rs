@@ -15,10 +15,12 @@
 //! The timeline's mark kinds speak the retention system's words; this system maps onto them:
 //! an applied chunk or provider effect is a `Delete` (one unit), a stale one a `StaleDelete`,
 //! a write refused as lease-lost a `RefusedDelete`, a duplicate provider call `FreedNothing`,
-//! a takeover `Takeover`, an end mark `Release`, items open at the tally a `Backlog`.
+//! a takeover `Takeover`, an end mark `Release`, items open at the tally a `Backlog`. The
+//! legend and hover texts name them in this system's words ([`TIMELINE_WORDS`]): a held bar
+//! is a claim on an item, the call rows are claims, renewals, end marks and effects.
 
 use leasesim_sim::Annotator;
-use leasesim_timeline::{CallStyle, Draw, MarkKind};
+use leasesim_timeline::{CallStyle, CallWords, Draw, MarkKind, MarkWords, Words};
 
 use crate::events::{
     Answer, Applied, ClockMs, EndKind, ErrorCode, Event, EventKind, ItemState, ItemView, Key,
@@ -474,3 +476,105 @@ fn applied_mark(applied: &Applied) -> Option<Draw> {
     };
     Some(Draw::Mark { kind, rows })
 }
+
+/// What this system's timeline pieces are called: the meaning `call_style` and `draws` give
+/// the shared classes and mark kinds. Kinds drawn the same for every system (lost replies,
+/// stops, restarts, clock jumps) keep the shared words.
+pub const TIMELINE_WORDS: Words = Words {
+    held: "item claimed, labelled with its fencing token (t7: token 7)",
+    held_token: "claim token",
+    held_lost: "a write answered LEASE LOST",
+    calls: &[
+        CallWords {
+            class: "ca",
+            label: "claim call (and next_claimable, status)",
+        },
+        CallWords {
+            class: "cr",
+            label: "renew_if_owner call",
+        },
+        CallWords {
+            class: "cl",
+            label: "end-mark call (mark_done_if_owner, release_if_owner, fail_if_owner)",
+        },
+        CallWords {
+            class: "cd",
+            label: "effect call (apply_if_owner, provider_apply, provider_lookup)",
+        },
+    ],
+    marks: &[
+        MarkWords {
+            kind: MarkKind::Delete,
+            noun: "effect",
+            legend: "chunk or provider effect applied (fresh ones)",
+            count: "{n} fresh",
+            label: "{n}",
+        },
+        MarkWords {
+            kind: MarkKind::StaleDelete,
+            noun: "stale write",
+            legend: "write applied with a STALE token, or a claim over a live or closed one",
+            count: "{n} fresh",
+            label: "{n}",
+        },
+        MarkWords::plain(
+            MarkKind::RefusedDelete,
+            "refused write",
+            "write refused: its token is not the live claim",
+        ),
+        MarkWords::plain(
+            MarkKind::Renewal,
+            "renewal",
+            "claim renewed (same token, later expiry)",
+        ),
+        MarkWords::plain(
+            MarkKind::RenewLost,
+            "lease lost",
+            "write answered LEASE LOST: the claim is gone",
+        ),
+        MarkWords::plain(
+            MarkKind::Release,
+            "end mark",
+            "item marked done, released or failed",
+        ),
+        MarkWords::plain(
+            MarkKind::FreedNothing,
+            "duplicate effect",
+            "provider call with a used key: effect not done again",
+        ),
+        MarkWords::plain(
+            MarkKind::Takeover,
+            "takeover",
+            "claim took over an expired claim",
+        ),
+        MarkWords::plain(
+            MarkKind::Rejected,
+            "rejected call or provider refusal",
+            "call rejected before apply, or provider refused the item for good",
+        ),
+        MarkWords {
+            kind: MarkKind::Backlog,
+            noun: "tally",
+            legend: "tally as liveness ends (items open)",
+            count: "{n} items open",
+            label: "{n} open",
+        },
+    ],
+    drawn: Some(&[
+        MarkKind::Delete,
+        MarkKind::StaleDelete,
+        MarkKind::RefusedDelete,
+        MarkKind::Renewal,
+        MarkKind::RenewLost,
+        MarkKind::Release,
+        MarkKind::FreedNothing,
+        MarkKind::Takeover,
+        MarkKind::Rejected,
+        MarkKind::ReplyLost,
+        MarkKind::StopCalled,
+        MarkKind::StopResolved,
+        MarkKind::Restarted,
+        MarkKind::ClockJump,
+        MarkKind::Backlog,
+    ]),
+};

@@ -13,7 +13,7 @@ use leasesim_retention::events::{Event, Stamped};
 use leasesim_retention::{Retention, WorkerFactory, correct_worker, parse_scenario};
 use leasesim_rt::SimConfig;
 use leasesim_sim::simulate;
-use leasesim_timeline::{TimelineInput, ViolationMark};
+use leasesim_timeline::{TimelineInput, ViolationMark, Words};
 
 /// Two replicas, a few seconds, a rejected renewal now and then and short pauses.
 pub const SMALL_SCENARIO: &str = r#"
@@ -160,6 +160,7 @@ pub fn render(
         strokes: &strokes,
         lines: &lines,
         violation,
+        words: &Words::RETENTION,
     };
     leasesim_timeline::render_html(&input)
 }
