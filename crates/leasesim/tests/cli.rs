@@ -885,6 +885,12 @@ fn unknown_scenario_and_worker_names_list_the_valid_ones() {
         &["replay", "--scenario", "all", "--seed", "1"],
         &["`all`", "--scenario", "one scenario"],
     );
+    // A replay needs a seed or a choices file: the message names both.
+    assert_refused(
+        dir.path(),
+        &["replay", "--scenario", "steady"],
+        &["--seed", "--choices"],
+    );
     assert_refused(
         dir.path(),
         &["shrink", "--scenario", "all", "--seed", "1"],

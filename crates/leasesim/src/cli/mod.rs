@@ -98,7 +98,8 @@ struct DetectArgs {
 /// What every run-making command takes besides its scenario.
 #[derive(Args, Debug)]
 struct Target {
-    /// Only this system's scenarios (`--scenario all` then means all of its builtins).
+    /// Only this system's scenarios and workers (for `fuzz`, `--scenario all` then means all of its
+    /// builtins).
     #[arg(long)]
     system: Option<String>,
     /// The worker: `correct` or a defective worker (see `leasesim list`).
@@ -158,6 +159,7 @@ enum Format {
 }
 
 #[derive(Args, Debug)]
+#[group(id = "feed", required = true, multiple = false, args = ["seed", "choices"])]
 struct ReplayArgs {
     /// The scenario: a builtin scenario's name or a path to a scenario file.
     #[arg(long)]
@@ -165,10 +167,10 @@ struct ReplayArgs {
     #[command(flatten)]
     target: Target,
     /// The seed to replay (decimal or 0x-hex).
-    #[arg(long, value_parser = parse_seed, required_unless_present = "choices", allow_hyphen_values = true)]
+    #[arg(long, value_parser = parse_seed, allow_hyphen_values = true)]
     seed: Option<u64>,
     /// Replay a recorded choices file (from `shrink`) instead of a seed.
-    #[arg(long, conflicts_with = "seed")]
+    #[arg(long)]
     choices: Option<String>,
     /// Replay a choices file recorded for another scenario, worker or strategy (e.g. does the
     /// fixed worker pass the old counterexample?). Without it such a file is refused.
