@@ -6,7 +6,7 @@
 //! - *renewal task*: a task of its own (started with `ports.tasks.spawn`) that renews the
 //!   lease every renewal interval while the term runs and hands each new lease to the term.
 //! - *careful* / *leaky*: the careful worker ends its renewal task with the term (aborting it
-//!   while it sleeps, joining it while a renewal is in flight); the leaky one drops the
+//!   unless a renewal is in flight, joining it while one is); the leaky one drops the
 //!   handle, so the task outlives its term (`renewal-stops` catches it).
 //!
 //! Everything comes from `leasesim` alone: the port traits, the simulated ports, the report
@@ -27,8 +27,9 @@ struct Shared {
     loss: RefCell<Option<LossCause>>,
     /// The token of every lease the term held, oldest first.
     tokens: RefCell<Vec<u64>>,
-    /// The task sleeps between renewals (aborting it now cancels no call).
-    sleeping: Cell<bool>,
+    /// A renewal call is in flight (aborting the task now would cancel it; at any other
+    /// moment, before the task first runs or while it sleeps, aborting cancels no call).
+    renewing: Cell<bool>,
     /// The term is over, or the worker stopped: the task must not renew again.
     done: Cell<bool>,
     /// The renewal task, while the term has not joined it.
@@ -36,11 +37,12 @@ struct Shared {
 }
 
 impl Shared {
-    /// No renewal from now on: a sleeping renewal task is aborted at once; one with a renewal
-    /// in flight finishes that renewal, sees `done` and ends.
+    /// No renewal from now on: a renewal task without a renewal in flight (sleeping, or not
+    /// yet started) is aborted at once; one with a renewal in flight finishes that renewal,
+    /// sees `done` and ends.
     fn end_renewals(&self) {
         self.done.set(true);
-        if self.sleeping.get()
+        if !self.renewing.get()
             && let Some(task) = self.renewal.borrow().as_ref()
         {
             task.abort();
@@ -200,17 +202,20 @@ fn renewal_ports(ports: &WorkerPorts) -> RenewalPorts {
 
 /// Sleep, renew with the newest lease, hand the new one over; one renewal at a time.
 async fn renew_loop(ports: RenewalPorts, shared: Rc<Shared>) {
-    loop {
-        shared.sleeping.set(true);
+    // The term may end while a renewal is in flight: it then waits for this task, which must
+    // not start another sleep.
+    while !shared.done.get() {
         ports.clock.sleep(ports.renew_every_ms).await;
-        shared.sleeping.set(false);
         if shared.done.get() {
             return;
         }
         let Some(lease) = shared.lease.borrow().clone() else {
             return;
         };
-        match ports.leases.renew(&lease).await {
+        shared.renewing.set(true);
+        let answer = ports.leases.renew(&lease).await;
+        shared.renewing.set(false);
+        match answer {
             Ok(Some(renewed)) => {
                 shared.tokens.borrow_mut().push(renewed.fencing_token);
                 *shared.lease.borrow_mut() = Some(renewed);
