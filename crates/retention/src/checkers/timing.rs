@@ -284,7 +284,7 @@ impl Checker<Retention> for StopPrompt {
     fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
         let replica = replica_of(event)?;
         let stopping = self.replicas.at(replica);
-        let acted = match event.event.kind {
+        match event.event.kind {
             EventKind::StopCalled => {
                 if stopping.stop.is_none() {
                     stopping.stop = Some(event.clone());
@@ -303,24 +303,30 @@ impl Checker<Retention> for StopPrompt {
                 }
                 return None;
             }
+            EventKind::Call { .. } | EventKind::StopResolved => {}
+            _ => return None,
+        }
+        // Only a stopping incarnation's sends and resolution are judged (no words built
+        // for the others: this runs for every call of the run).
+        stopping.stop.as_ref()?;
+        let resolved = matches!(event.event.kind, EventKind::StopResolved);
+        let prompt = event.at_ms <= stopping.cue.as_ref()?.at_ms;
+        let (stop, cue) = match resolved {
+            true => (stopping.stop.take()?, stopping.cue.take()?),
+            false if prompt => return None,
+            false => (stopping.stop.clone()?, stopping.cue.clone()?),
+        };
+        if prompt {
+            return None;
+        }
+        let acted = match event.event.kind {
             EventKind::Call { request, .. } => format!(
                 "{replica} sent {} at {}",
                 request.op().name(),
                 At(event.at_ms)
             ),
-            EventKind::StopResolved => {
-                format!("{replica}'s stop() resolved at {}", At(event.at_ms))
-            }
-            _ => return None,
+            _ => format!("{replica}'s stop() resolved at {}", At(event.at_ms)),
         };
-        let resolved = matches!(event.event.kind, EventKind::StopResolved);
-        let (stop, cue) = match resolved {
-            true => (stopping.stop.take()?, stopping.cue.take()?),
-            false => (stopping.stop.clone()?, stopping.cue.clone()?),
-        };
-        if event.at_ms <= cue.at_ms {
-            return None;
-        }
         let sentence = format!(
             "{acted} while stopping, {}ms after {}, the latest answer, pause end or stop call \
              it could have waited for: a stopping worker waits on no timer",
