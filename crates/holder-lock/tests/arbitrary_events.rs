@@ -208,7 +208,7 @@ proptest! {
             let mut lone = leasesim_holder_lock::checkers::AnyChecker::new(invariant, &config);
             for event in &events {
                 if lone.wants(&event.event.kind) {
-                    let _ = lone.on_event(event);
+                    let _ = lone.on_event(event, &());
                 }
             }
         }

@@ -76,7 +76,32 @@ pub trait SituationName: Copy + Eq + Ord + Debug + Send + Sync + 'static {
 pub trait Judged: Vocabulary {
     type Invariant: InvariantName;
     type Situation: SituationName;
+    /// What the system's checkers may read besides the event: facts derived from the events
+    /// so far, kept once per run by the [`CheckerSet`] instead of once per checker (`()` for a
+    /// system with none). See [`Facts`].
+    type Facts: Facts<Self>;
 }
+
+/// Facts every checker of a system may read, derived from the events alone and kept once per
+/// run: *before* views (as of the events preceding the one being judged) and *after* views
+/// (including it). A [`CheckerSet`] calls [`Facts::enter`] with each event before any checker
+/// reads it and [`Facts::leave`] after every checker has, so both views are exact while the
+/// checkers judge. Checkers read facts, never write them; each checker's verdict logic stays
+/// its own.
+pub trait Facts<V: Vocabulary>: Default + Debug {
+    /// Called with every event (whatever the checkers read) before any checker reads it.
+    fn enter(&mut self, event: &Stamped<Event<V>>) {
+        let _ = event;
+    }
+
+    /// Called with every event after every checker has read it.
+    fn leave(&mut self, event: &Stamped<Event<V>>) {
+        let _ = event;
+    }
+}
+
+/// No facts: every checker keeps all its state itself.
+impl<V: Vocabulary> Facts<V> for () {}
 
 /// One invariant's online check over the events of a run.
 pub trait Checker<V: Judged> {
@@ -91,9 +116,11 @@ pub trait Checker<V: Judged> {
         true
     }
 
-    /// Reads the next event; returns a violation when this event breaks the invariant.
-    fn on_event(&mut self, event: &Stamped<Event<V>>) -> Option<Violation<V>>;
+    /// Reads the next event, with the run's shared facts; returns a violation when this event
+    /// breaks the invariant.
+    fn on_event(&mut self, event: &Stamped<Event<V>>, facts: &V::Facts) -> Option<Violation<V>>;
 
-    /// Called once after the last event (end of run, virtual time `end_ms`).
-    fn finish(&mut self, end_ms: u64) -> Option<Violation<V>>;
+    /// Called once after the last event (end of run, virtual time `end_ms`), when the facts'
+    /// before and after views agree.
+    fn finish(&mut self, end_ms: u64, facts: &V::Facts) -> Option<Violation<V>>;
 }

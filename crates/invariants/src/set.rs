@@ -5,18 +5,22 @@
 //!   the system's order of invariants.
 //! - *verdict*: the first violation any checker reports; the set keeps only that one and asks
 //!   the run to halt from then on.
+//! - *facts*: the system's [`Judged::Facts`], kept once for the whole set: entered with each
+//!   event before any checker reads it, left after all have (whether or not any reads it).
 //! - *interests*: per checker, the interest bits of the event kinds it reads, asked once per
 //!   bit the first time such an event arrives; feeding an event then tests one bit per checker.
 
 use leasesim_events::{Event, Flow, Stamped};
 
-use crate::{Checker, Judged, Violation};
+use crate::{Checker, Facts, Judged, Violation};
 
 /// The checkers of a run, each independent (its own state), fed every event; keeps the
 /// first violation.
 #[derive(Debug)]
 pub struct CheckerSet<V: Judged, C> {
     checkers: Vec<C>,
+    /// The facts every checker reads, kept once.
+    facts: V::Facts,
     /// Per checker, the interest bits it wants, among the bits asked so far.
     interests: Vec<u32>,
     /// The interest bits every checker has been asked about.
@@ -36,6 +40,7 @@ impl<V: Judged, C: Checker<V>> CheckerSet<V, C> {
         let count = checkers.len();
         CheckerSet {
             checkers,
+            facts: V::Facts::default(),
             interests: vec![0; count],
             asked: 0,
             violation: None,
@@ -66,14 +71,22 @@ impl<V: Judged, C: Checker<V>> CheckerSet<V, C> {
         }
         // invariant: every checker has been asked about this event's bit.
         debug_assert!(self.asked & bit != 0 && self.interests.len() == self.checkers.len());
+        self.facts.enter(event);
         let interested = self.checkers.iter_mut().zip(&self.interests);
-        for (checker, _) in interested.filter(|(_, mask)| *mask & bit != 0) {
-            if let Some(violation) = checker.on_event(event) {
-                debug_assert_eq!(violation.invariant, checker.invariant());
-                return self.record(violation);
-            }
+        let facts = &self.facts;
+        let verdict = interested
+            .filter(|(_, mask)| *mask & bit != 0)
+            .find_map(|(checker, _)| checker.on_event(event, facts));
+        self.facts.leave(event);
+        match verdict {
+            Some(violation) => self.record(violation),
+            None => Flow::Continue,
         }
-        Flow::Continue
+    }
+
+    /// The facts as of the last event fed (before and after views agree between events).
+    pub fn facts(&self) -> &V::Facts {
+        &self.facts
     }
 
     /// Asks every checker whether it reads events of `event`'s interest bit.
@@ -94,7 +107,7 @@ impl<V: Judged, C: Checker<V>> CheckerSet<V, C> {
             let verdict = self
                 .checkers
                 .iter_mut()
-                .find_map(|checker| checker.finish(end_ms));
+                .find_map(|checker| checker.finish(end_ms, &self.facts));
             if let Some(violation) = verdict {
                 self.record(violation);
             }
@@ -115,6 +128,11 @@ impl<V: Judged, C: Checker<V>> CheckerSet<V, C> {
     fn record(&mut self, violation: Violation<V>) -> Flow {
         // invariant: only the first violation is kept, and nothing is fed after it.
         debug_assert!(!self.halted);
+        debug_assert!(
+            self.checkers
+                .iter()
+                .any(|c| c.invariant() == violation.invariant)
+        );
         self.violation = Some(violation);
         self.halted = true;
         Flow::Halt

@@ -88,6 +88,7 @@ impl SituationName for Sit {
 impl Judged for Probe {
     type Invariant = Inv;
     type Situation = Sit;
+    type Facts = ();
 }
 
 type Fed = Rc<RefCell<Vec<u64>>>;
@@ -107,12 +108,12 @@ impl Checker<Probe> for ProbeChecker {
     fn wants(&self, kind: &EventKind<Probe>) -> bool {
         self.mask & kind.bit() != 0
     }
-    fn on_event(&mut self, event: &Stamped<Event<Probe>>) -> Option<Violation<Probe>> {
+    fn on_event(&mut self, event: &Stamped<Event<Probe>>, _facts: &()) -> Option<Violation<Probe>> {
         self.fed.borrow_mut().push(event.seq);
         (self.fail_at == Some(event.seq))
             .then(|| Violation::new(self.invariant, event, [], format!("{:?}", self.invariant)))
     }
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation<Probe>> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation<Probe>> {
         None
     }
 }

@@ -227,12 +227,12 @@ fn no_checker_and_no_coverage_panics_on_arbitrary_streams() {
             let mut checker = AnyChecker::new(invariant, &config);
             for event in &events {
                 if checker.wants(&event.event.kind) {
-                    violations += usize::from(checker.on_event(event).is_some());
+                    violations += usize::from(checker.on_event(event, &()).is_some());
                 }
             }
             violations += usize::from(
                 checker
-                    .finish(events.last().map_or(0, |e| e.at_ms))
+                    .finish(events.last().map_or(0, |e| e.at_ms), &())
                     .is_some(),
             );
         }
@@ -259,7 +259,7 @@ fn a_set_reports_the_first_violation_among_its_checkers() {
                 let found = events
                     .iter()
                     .find_map(|e| match checker.wants(&e.event.kind) {
-                        true => checker.on_event(e),
+                        true => checker.on_event(e, &()),
                         false => None,
                     });
                 found.map(|v| (v.event.seq, invariant))

@@ -69,6 +69,7 @@ use events::{Answer, Applied, Note, OpKind, Request};
 impl Judged for Retention {
     type Invariant = Invariant;
     type Situation = Situation;
+    type Facts = checkers::Facts;
 }
 
 /// The checker configuration of one run: the worker settings its profile drew (with swarm

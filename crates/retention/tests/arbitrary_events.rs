@@ -15,8 +15,9 @@
 
 use std::collections::BTreeSet;
 
+use leasesim_invariants::Facts as _;
 use leasesim_retention::checkers::{
-    CheckConfig, Coverage, Invariant, Situation, Violation, all_checkers, checker_for,
+    CheckConfig, Coverage, Facts, Invariant, Situation, Violation, all_checkers, checker_for,
 };
 use leasesim_retention::events::{
     Answer, Applied, EndKind, Event, EventKind, Failure, Flow, LeaseView, Note, OpKind, Phase,
@@ -159,16 +160,22 @@ fn stream() -> impl Strategy<Value = Vec<Stamped<Event>>> {
     })
 }
 
-/// The first violation of `invariant`'s checker on its own: (seq, or MAX for `finish`).
+/// The first violation of `invariant`'s checker on its own, with facts of its own (kept as a
+/// set keeps them: entered before the checker reads an event, left after): (seq, or MAX for
+/// `finish`).
 fn alone(invariant: Invariant, events: &[Stamped<Event>], end_ms: u64) -> Option<(u64, Violation)> {
     let mut checker = checker_for(invariant, &config());
+    let mut facts = Facts::default();
     for event in events {
-        if let Some(violation) = checker.on_event(event) {
+        facts.enter(event);
+        let verdict = checker.on_event(event, &facts);
+        facts.leave(event);
+        if let Some(violation) = verdict {
             return Some((event.seq, violation));
         }
     }
     checker
-        .finish(end_ms)
+        .finish(end_ms, &facts)
         .map(|violation| (u64::MAX, violation))
 }
 

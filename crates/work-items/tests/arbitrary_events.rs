@@ -383,10 +383,10 @@ proptest! {
             let mut lone = AnyChecker::new(invariant, &config);
             for event in &events {
                 if lone.wants(&event.event.kind) {
-                    let _ = lone.on_event(event);
+                    let _ = lone.on_event(event, &());
                 }
             }
-            let _ = lone.finish(end_ms);
+            let _ = lone.finish(end_ms, &());
         }
     }
 }

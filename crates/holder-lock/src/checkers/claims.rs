@@ -90,7 +90,7 @@ impl Checker<HolderLock> for DeleteOwnClaim {
         claim_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let EventKind::Applied { call, applied } = event.event.kind else {
             self.attempts.observe(event);
             return None;
@@ -109,7 +109,7 @@ impl Checker<HolderLock> for DeleteOwnClaim {
         }
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -236,7 +236,7 @@ impl Checker<HolderLock> for NoThirdWorker {
         claim_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         if let EventKind::Applied { call, applied } = event.event.kind {
             self.applied(event, call, applied);
             return None;
@@ -258,7 +258,7 @@ impl Checker<HolderLock> for NoThirdWorker {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -286,7 +286,7 @@ impl Checker<HolderLock> for JobUnderClaim {
         claim_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         if let EventKind::Applied { call, applied } = event.event.kind {
             let by = self.attempts.attempt_of(call);
             self.model.applied(event, applied, by);
@@ -341,7 +341,7 @@ impl Checker<HolderLock> for JobUnderClaim {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -441,7 +441,7 @@ impl Checker<HolderLock> for ClaimKept {
                 || kind.bit() & (mask::PHASE | mask::PAUSED | notes::EXPIRED) != 0)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         if !self.renewal {
             return None;
         }
@@ -460,7 +460,7 @@ impl Checker<HolderLock> for ClaimKept {
         None
     }
 
-    fn finish(&mut self, end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, end_ms: u64, _facts: &()) -> Option<Violation> {
         let (claim, _) = self.holder()?;
         let last = claim.made.clone();
         self.judge(&last, end_ms).map(|v| v.dated(end_ms))

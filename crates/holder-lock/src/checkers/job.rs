@@ -94,7 +94,7 @@ impl Checker<HolderLock> for EffectsUnderClaim {
         kind.bit() & wanted != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         if let EventKind::Applied { call, applied } = event.event.kind {
             let by = self.attempts.attempt_of(call);
             self.model.applied(event, applied, by);
@@ -111,7 +111,7 @@ impl Checker<HolderLock> for EffectsUnderClaim {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }

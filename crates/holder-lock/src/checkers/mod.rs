@@ -94,15 +94,15 @@ macro_rules! any_checker {
                 }
             }
 
-            fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+            fn on_event(&mut self, event: &Stamped<Event>, facts: &()) -> Option<Violation> {
                 match self {
-                    $(AnyChecker::$variant(checker) => checker.on_event(event),)*
+                    $(AnyChecker::$variant(checker) => checker.on_event(event, facts),)*
                 }
             }
 
-            fn finish(&mut self, end_ms: u64) -> Option<Violation> {
+            fn finish(&mut self, end_ms: u64, facts: &()) -> Option<Violation> {
                 match self {
-                    $(AnyChecker::$variant(checker) => checker.finish(end_ms),)*
+                    $(AnyChecker::$variant(checker) => checker.finish(end_ms, facts),)*
                 }
             }
         }

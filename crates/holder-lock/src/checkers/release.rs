@@ -136,7 +136,7 @@ impl Checker<HolderLock> for ReleaseReported {
         worker_side(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let replica = event.event.replica?;
         let verdict = match event.event.kind {
             EventKind::Answered { call, answer, .. } => {
@@ -161,7 +161,7 @@ impl Checker<HolderLock> for ReleaseReported {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -187,7 +187,7 @@ impl Checker<HolderLock> for ReleaseOnExit {
         worker_side(kind) || kind.bit() & notes::JOB != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let replica = event.event.replica?;
         let verdict = match event.event.kind {
             EventKind::Note(Note::AttemptEnded { end, .. }) => {
@@ -213,7 +213,7 @@ impl Checker<HolderLock> for ReleaseOnExit {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }

@@ -53,7 +53,7 @@ impl Checker<HolderLock> for StopQuiesces {
         kind.bit() & (mask::CALL | mask::STOP_CALLED | mask::RESTARTED | notes::JOB) != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let replica = event.event.replica?;
         match event.event.kind {
             EventKind::StopCalled => *self.stopped.at(replica) = Some(event.clone()),
@@ -77,7 +77,7 @@ impl Checker<HolderLock> for StopQuiesces {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -136,7 +136,7 @@ impl Checker<HolderLock> for StopJoins {
         kind.bit() & wanted != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         self.attempts.observe(event);
         match event.event.kind {
             EventKind::StopResolved => self.judge(event, event.event.replica?),
@@ -144,7 +144,7 @@ impl Checker<HolderLock> for StopJoins {
         }
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -215,7 +215,7 @@ impl Checker<HolderLock> for Liveness {
         kind.bit() & wanted != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         if let Some(violation) = self.judge(event, event.at_ms) {
             return Some(violation);
         }
@@ -238,7 +238,7 @@ impl Checker<HolderLock> for Liveness {
         None
     }
 
-    fn finish(&mut self, end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, end_ms: u64, _facts: &()) -> Option<Violation> {
         let last = self.last.clone()?;
         if let Some(violation) = self.judge(&last, end_ms) {
             return Some(violation.dated(end_ms));

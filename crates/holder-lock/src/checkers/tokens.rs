@@ -42,7 +42,7 @@ impl Checker<HolderLock> for FreshToken {
         worker_side(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         self.attempts.observe(event);
         let EventKind::Call {
             call,
@@ -85,7 +85,7 @@ impl Checker<HolderLock> for FreshToken {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -122,7 +122,7 @@ impl Checker<HolderLock> for OwnToken {
         worker_side(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let replica = event.event.replica?;
         let judged = match event.event.kind {
             EventKind::Call { request, .. } => shown_token(&request).map(|t| (t, request)),
@@ -161,7 +161,7 @@ impl Checker<HolderLock> for OwnToken {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }

@@ -126,7 +126,7 @@ impl Checker<Toy> for StaleBump {
         kind.bit() & (mask::APPLIED | mask::note(CLAIM_NOTES)) != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation<Toy>> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation<Toy>> {
         match event.event.kind {
             EventKind::Applied {
                 applied:
@@ -156,7 +156,7 @@ impl Checker<Toy> for StaleBump {
         }
     }
 
-    fn finish(&mut self, end_ms: u64) -> Option<Violation<Toy>> {
+    fn finish(&mut self, end_ms: u64, _facts: &()) -> Option<Violation<Toy>> {
         let _ = end_ms;
         None
     }
@@ -187,7 +187,7 @@ impl Checker<Toy> for ClaimedBump {
         kind.bit() & (mask::CALL | mask::ANSWERED | mask::note(ROUND_NOTES)) != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation<Toy>> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation<Toy>> {
         let replica = event.event.replica?;
         let round = self.rounds.at(replica);
         match event.event.kind {
@@ -233,7 +233,7 @@ impl Checker<Toy> for ClaimedBump {
         None
     }
 
-    fn finish(&mut self, end_ms: u64) -> Option<Violation<Toy>> {
+    fn finish(&mut self, end_ms: u64, _facts: &()) -> Option<Violation<Toy>> {
         let _ = end_ms;
         None
     }
@@ -278,12 +278,12 @@ impl Checker<Toy> for ToyChecker {
         }
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation<Toy>> {
-        self.inner().on_event(event)
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &()) -> Option<Violation<Toy>> {
+        self.inner().on_event(event, facts)
     }
 
-    fn finish(&mut self, end_ms: u64) -> Option<Violation<Toy>> {
-        self.inner().finish(end_ms)
+    fn finish(&mut self, end_ms: u64, facts: &()) -> Option<Violation<Toy>> {
+        self.inner().finish(end_ms, facts)
     }
 }
 

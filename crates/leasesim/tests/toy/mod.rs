@@ -46,6 +46,7 @@ use ports::{ToyPorts, ToyWorker};
 impl Judged for Toy {
     type Invariant = Invariant;
     type Situation = Situation;
+    type Facts = ();
 }
 
 impl System for Toy {

@@ -92,7 +92,7 @@ impl Checker<Reservations> for FreshClaimToken {
         kind.bit() & mask::CALL != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let replica = event.event.replica?;
         match event.event.kind {
             EventKind::Call { request, .. } if request.is_poll() => {
@@ -110,7 +110,7 @@ impl Checker<Reservations> for FreshClaimToken {
         }
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -155,7 +155,7 @@ impl Checker<Reservations> for BoundedClaim {
         kind.bit() & mask::CALL != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let EventKind::Call { request, .. } = event.event.kind else {
             return None;
         };
@@ -175,7 +175,7 @@ impl Checker<Reservations> for BoundedClaim {
         Some(Violation::new(Invariant::BoundedClaim, event, [], sentence))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -195,7 +195,7 @@ impl Checker<Reservations> for ExpireClaimed {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         judged(&mut self.desks, event, |replica, desk| {
             let EventKind::Call { request, .. } = event.event.kind else {
                 return None;
@@ -218,7 +218,7 @@ impl Checker<Reservations> for ExpireClaimed {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -284,13 +284,13 @@ impl Checker<Reservations> for ClaimReleased {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         judged(&mut self.desks, event, |replica, desk| {
             judge_release(replica, desk, event)
         })
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -354,7 +354,7 @@ impl Checker<Reservations> for IdlePause {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let replica = event.event.replica?;
         let verdict = self.judge(
             replica,
@@ -365,7 +365,7 @@ impl Checker<Reservations> for IdlePause {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }

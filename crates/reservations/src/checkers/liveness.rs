@@ -191,7 +191,7 @@ impl Checker<Reservations> for Liveness {
         Invariant::Liveness
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let verdict = self.overdue(Some(event), event.at_ms);
         match event.event.kind {
             EventKind::Phase(Phase::Liveness) => self.healed = Some(event.clone()),
@@ -213,7 +213,7 @@ impl Checker<Reservations> for Liveness {
         verdict
     }
 
-    fn finish(&mut self, end_ms: u64) -> Found {
+    fn finish(&mut self, end_ms: u64, _facts: &()) -> Found {
         self.overdue(None, end_ms)
             .or_else(|| self.unresolved_stop(None, end_ms))
     }

@@ -103,7 +103,7 @@ impl Checker<Reservations> for ConflictNotRetried {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         on_desk(&mut self.desks, event, |desk| {
             let held = desk.claimed(attempted(event)?)?;
             let (answer, answered) = held.last_answer.as_ref()?;
@@ -122,7 +122,7 @@ impl Checker<Reservations> for ConflictNotRetried {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -187,7 +187,7 @@ impl Checker<Reservations> for BoundedRetry {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let policy = &self.policy;
         on_desk(&mut self.desks, event, |desk| {
             let held = desk.claimed(attempted(event)?)?;
@@ -203,7 +203,7 @@ impl Checker<Reservations> for BoundedRetry {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -234,7 +234,7 @@ impl Checker<Reservations> for TransientRetried {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let max = self.max_attempts;
         on_desk(&mut self.desks, event, |desk| {
             let held = desk.claimed(released(event)?)?;
@@ -261,7 +261,7 @@ impl Checker<Reservations> for TransientRetried {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -394,14 +394,14 @@ impl Checker<Reservations> for DeadLetterRecord {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let replica = event.event.replica?;
         let verdict = self.judge(self.desks.get(replica).unwrap_or(&Desk::default()), event);
         self.desks.at(replica).observe(event);
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }

@@ -40,7 +40,7 @@ impl Checker<Reservations> for StopQuiesces {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         on_desk(&mut self.desks, event, |desk| {
             let EventKind::Call { request, .. } = event.event.kind else {
                 return None;
@@ -65,7 +65,7 @@ impl Checker<Reservations> for StopQuiesces {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -109,7 +109,7 @@ impl Checker<Reservations> for StopJoins {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         on_desk(&mut self.desks, event, |desk| {
             if event.event.kind != EventKind::StopResolved {
                 return None;
@@ -131,7 +131,7 @@ impl Checker<Reservations> for StopJoins {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -246,7 +246,7 @@ impl Checker<Reservations> for RunReport {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let replica = event.event.replica?;
         let desk = self.desks.at(replica);
         let counts = self.counts.at(replica);
@@ -276,7 +276,7 @@ impl Checker<Reservations> for RunReport {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }

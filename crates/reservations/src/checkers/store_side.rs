@@ -59,7 +59,7 @@ impl Checker<Reservations> for ConsumedNeverExpired {
         store_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let verdict = transition(&event.event.kind).and_then(|(id, op)| {
             let hold = self.ledger.get(id)?;
             let consumed = hold.changed.as_ref()?;
@@ -78,7 +78,7 @@ impl Checker<Reservations> for ConsumedNeverExpired {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -140,7 +140,7 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
         store_events(kind) || kind.bit() & mask::CALL != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let verdict = match event.event.kind {
             EventKind::Call {
                 call,
@@ -162,7 +162,7 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -206,7 +206,7 @@ impl Checker<Reservations> for SingleTransition {
         store_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let verdict = match event.event.kind {
             EventKind::Note(Note::Consumed { id, .. }) => {
                 self.judge(event, id, StatusView::Consumed, "an agent consumed it")
@@ -220,7 +220,7 @@ impl Checker<Reservations> for SingleTransition {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -267,7 +267,7 @@ impl Checker<Reservations> for ExclusiveClaim {
         store_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let verdict = match event.event.kind {
             EventKind::Applied {
                 applied: Applied::Claimed { ids, token, .. },
@@ -286,7 +286,7 @@ impl Checker<Reservations> for ExclusiveClaim {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }
@@ -350,7 +350,7 @@ impl Checker<Reservations> for ReleaseOwnClaim {
         store_events(kind) || kind.bit() & super::WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
         let verdict = match event.event.kind {
             EventKind::Call { call, request } => {
                 if let (Request::Release { id, .. } | Request::ReleaseAny { id }, Some(replica)) =
@@ -388,7 +388,7 @@ impl Checker<Reservations> for ReleaseOwnClaim {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
         None
     }
 }

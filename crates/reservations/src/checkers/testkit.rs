@@ -312,13 +312,13 @@ pub fn run(invariant: Invariant, script: &Script) -> Option<Violation> {
     assert_eq!(checker.invariant(), invariant);
     for event in &script.events {
         if checker.wants(&event.event.kind)
-            && let Some(violation) = checker.on_event(event)
+            && let Some(violation) = checker.on_event(event, &())
         {
             return Some(violation);
         }
     }
     let end_ms = script.events.last().map_or(0, |e| e.at_ms);
-    checker.finish(end_ms)
+    checker.finish(end_ms, &())
 }
 
 pub fn assert_holds(invariant: Invariant, script: &Script) {

@@ -13,17 +13,16 @@ use retention_worker::WorkerConfig;
 
 use crate::Retention;
 use crate::events::Stamped;
-use crate::events::{Applied, Event, EventKind, Note, OpKind, ReplicaId, Request};
+use crate::events::{Applied, Event, EventKind, Note, OpKind, Request};
 
 use super::kinds;
 use super::track::{CallBook, PerReplica, Ring, TermLedger, replica_of};
 use super::words::At;
-use super::{CheckConfig, Checker, Invariant, Violation};
+use super::{CheckConfig, Checker, Facts, Invariant, Violation};
 
 /// One replica's latest term, for `batch-limit`.
 #[derive(Debug, Default)]
 struct BatchTerm {
-    ledger: TermLedger,
     /// The term's last delete answers.
     answers: Ring<3>,
 }
@@ -46,11 +45,12 @@ impl BatchLimit {
     }
 
     /// Why `limit` is too much for `replica` now, if it is.
-    fn excess(&self, replica: ReplicaId, event: &Stamped<Event>, limit: u32) -> Option<String> {
-        let ledger = self.replicas.get(replica).map(|term| &term.ledger);
-        let answered_rows = ledger
-            .filter(|ledger| ledger.open)
-            .map_or(0, |l| l.rows_answered);
+    fn excess(&self, ledger: &TermLedger, event: &Stamped<Event>, limit: u32) -> Option<String> {
+        let replica = replica_of(event)?;
+        let answered_rows = match ledger.open {
+            true => ledger.rows_answered,
+            false => 0,
+        };
         let left_rows = u64::from(self.cap_rows).saturating_sub(answered_rows);
         if limit <= self.batch_rows && u64::from(limit) <= left_rows {
             return None;
@@ -83,7 +83,7 @@ impl BatchLimit {
             "{sent}, but only {left_rows} rows were left of the {}-row cap ({answered_rows} \
              answered so far in term {})",
             self.cap_rows,
-            ledger.map_or(0, TermLedger::term)
+            ledger.term()
         ))
     }
 }
@@ -97,24 +97,25 @@ impl Checker<Retention> for BatchLimit {
         Invariant::BatchLimit
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let term = self.replicas.at(replica);
-        term.ledger.observe(event);
+        // Judged on the replica's term including this event (the run's after view).
+        let ledger = &facts.after(replica).ledger;
         match event.event.kind {
             EventKind::Note(Note::TermStarted { .. }) => term.answers.clear(),
             EventKind::Answered {
                 op: OpKind::Delete, ..
-            } if term.ledger.open => {
+            } if ledger.open => {
                 term.answers.push(event);
             }
             EventKind::Call {
                 request: Request::Delete { limit, .. },
                 ..
             } => {
-                let sentence = self.excess(replica, event, limit)?;
+                let sentence = self.excess(ledger, event, limit)?;
                 let term = self.replicas.get(replica)?;
-                let context = [term.ledger.started.as_ref()]
+                let context = [ledger.started.as_ref()]
                     .into_iter()
                     .chain(term.answers.iter());
                 return Some(Violation::new(
@@ -129,7 +130,7 @@ impl Checker<Retention> for BatchLimit {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -152,8 +153,8 @@ impl FullBatch {
     }
 
     /// Why `limit` is less than was due for `replica` now, if it is.
-    fn shortfall(&self, replica: ReplicaId, event: &Stamped<Event>, limit: u32) -> Option<String> {
-        let ledger = &self.replicas.get(replica)?.ledger;
+    fn shortfall(&self, ledger: &TermLedger, event: &Stamped<Event>, limit: u32) -> Option<String> {
+        let replica = replica_of(event)?;
         if !ledger.open {
             return None;
         }
@@ -185,24 +186,23 @@ impl Checker<Retention> for FullBatch {
         Invariant::FullBatch
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let term = self.replicas.at(replica);
+        let before = &facts.before(replica).ledger;
         match event.event.kind {
             EventKind::Note(Note::TermStarted { .. }) => term.answers.clear(),
             EventKind::Answered {
                 op: OpKind::Delete, ..
-            } if term.ledger.open => term.answers.push(event),
+            } if before.open => term.answers.push(event),
             EventKind::Call {
                 request: Request::Delete { limit, .. },
                 ..
             } => {
                 // Judged on what was answered before this delete was sent.
-                let sentence = self.shortfall(replica, event, limit);
-                let term = self.replicas.at(replica);
-                term.ledger.observe(event);
-                let sentence = sentence?;
-                let context = [term.ledger.started.as_ref()]
+                let sentence = self.shortfall(before, event, limit)?;
+                let term = self.replicas.get(replica)?;
+                let context = [facts.after(replica).ledger.started.as_ref()]
                     .into_iter()
                     .chain(term.answers.iter());
                 return Some(Violation::new(
@@ -214,11 +214,10 @@ impl Checker<Retention> for FullBatch {
             }
             _ => {}
         }
-        self.replicas.at(replica).ledger.observe(event);
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -338,7 +337,7 @@ impl Checker<Retention> for TermCap {
         Invariant::TermCap
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event);
         match event.event.kind {
             EventKind::Note(Note::TermStarted { .. }) => self.replicas.at(replica?).start(event),
@@ -373,14 +372,14 @@ impl Checker<Retention> for TermCap {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::events::{Answer, EndKind};
+    use crate::events::{Answer, EndKind, ReplicaId};
 
     use super::*;
     use crate::checkers::testkit::{R1, R2, Script, assert_broken, assert_holds, config, run};

@@ -16,12 +16,11 @@ use crate::events::{Applied, ClockMs, Event, EventKind, Note, OpKind, ReplicaId,
 use super::kinds;
 use super::track::{CallBook, PerReplica, Ring, TermLedger, replica_of};
 use super::words::At;
-use super::{CheckConfig, Checker, Invariant, Violation};
+use super::{CheckConfig, Checker, Facts, Invariant, Violation};
 
 /// One replica's view of its latest term, for `fixed-cutoff`.
 #[derive(Debug, Default)]
 struct CutoffTerm {
-    ledger: TermLedger,
     /// Cutoffs the clock reads after the acquire allow, until the first delete.
     allowed_ms: Vec<u64>,
     /// The last clock reads counted in `allowed_ms`.
@@ -33,6 +32,7 @@ struct CutoffTerm {
 impl CutoffTerm {
     fn delete(
         &mut self,
+        ledger: &TermLedger,
         replica: ReplicaId,
         event: &Stamped<Event>,
         cutoff_ms: u64,
@@ -47,7 +47,7 @@ impl CutoffTerm {
                  (at {}) used cutoff {}",
                 ClockMs(cutoff_ms),
                 At(event.at_ms),
-                self.ledger.term(),
+                ledger.term(),
                 At(first.at_ms),
                 ClockMs(*first_ms)
             ));
@@ -59,16 +59,15 @@ impl CutoffTerm {
         }
         let head = format!(
             "{replica}'s first delete_batch of term {} at {} used cutoff {}",
-            self.ledger.term(),
+            ledger.term(),
             At(event.at_ms),
             ClockMs(cutoff_ms)
         );
-        let acquired_ms = self
-            .ledger
+        let acquired_ms = ledger
             .acquire_answer
             .as_ref()
             .map_or(0, |answer| answer.at_ms);
-        Some(match (self.ledger.acquired, self.reads.last()) {
+        Some(match (ledger.acquired, self.reads.last()) {
             (false, _) => format!("{head}, but its acquire had not answered a lease"),
             (true, None) => format!(
                 "{head}, but it read no clock between its acquire answer at {} and that delete",
@@ -85,11 +84,14 @@ impl CutoffTerm {
         })
     }
 
-    fn context(&self) -> impl Iterator<Item = Option<&Stamped<Event>>> {
+    fn context<'a>(
+        &'a self,
+        ledger: &'a TermLedger,
+    ) -> impl Iterator<Item = Option<&'a Stamped<Event>>> {
         let first = self.first.as_ref().map(|(_, call)| call);
         [
-            self.ledger.started.as_ref(),
-            self.ledger.acquire_answer.as_ref(),
+            ledger.started.as_ref(),
+            ledger.acquire_answer.as_ref(),
             first,
         ]
         .into_iter()
@@ -143,10 +145,11 @@ impl Checker<Retention> for FixedCutoff {
         Invariant::FixedCutoff
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let term = self.replicas.at(replica);
-        term.ledger.observe(event);
+        // Judged on the replica's term including this event (the run's after view).
+        let ledger = &facts.after(replica).ledger;
         match event.event.kind {
             EventKind::Note(Note::TermStarted { .. }) => {
                 term.allowed_ms.clear();
@@ -154,7 +157,7 @@ impl Checker<Retention> for FixedCutoff {
                 term.first = None;
             }
             EventKind::ClockRead { now_ms }
-                if term.ledger.open && term.ledger.acquired && term.first.is_none() =>
+                if ledger.open && ledger.acquired && term.first.is_none() =>
             {
                 term.allowed_ms
                     .push(now_ms.saturating_sub(self.retention_ms));
@@ -163,9 +166,10 @@ impl Checker<Retention> for FixedCutoff {
             EventKind::Call {
                 request: Request::Delete { older_than_ms, .. },
                 ..
-            } if term.ledger.open => {
-                let sentence = term.delete(replica, event, older_than_ms, self.retention_ms)?;
-                let context = term.context();
+            } if ledger.open => {
+                let sentence =
+                    term.delete(ledger, replica, event, older_than_ms, self.retention_ms)?;
+                let context = term.context(ledger);
                 return Some(Violation::new(
                     Invariant::FixedCutoff,
                     event,
@@ -178,7 +182,7 @@ impl Checker<Retention> for FixedCutoff {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -259,7 +263,7 @@ impl Checker<Retention> for NoEligibleMiss {
         Invariant::NoEligibleMiss
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event);
         match event.event.kind {
             EventKind::Note(Note::TermStarted { .. }) => {
@@ -304,7 +308,7 @@ impl Checker<Retention> for NoEligibleMiss {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

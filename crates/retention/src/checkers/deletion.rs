@@ -19,7 +19,7 @@ use crate::events::{Answer, EndKind, Event, EventKind, Note, Request};
 use super::kinds;
 use super::track::{PerReplica, TermFlow, replica_of};
 use super::words::{At, answer_words, end_words};
-use super::{CheckConfig, Checker, Invariant, Violation};
+use super::{CheckConfig, Checker, Facts, Invariant, Violation};
 
 /// The answer that ended deletion: a short batch or an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,21 +32,18 @@ enum Ender {
 #[derive(Debug)]
 pub struct DeletionEnds {
     ender: Ender,
-    replicas: PerReplica<TermFlow>,
 }
 
 impl DeletionEnds {
     pub fn short_batch() -> DeletionEnds {
         DeletionEnds {
             ender: Ender::ShortBatch,
-            replicas: PerReplica::default(),
         }
     }
 
     pub fn delete_error() -> DeletionEnds {
         DeletionEnds {
             ender: Ender::DeleteError,
-            replicas: PerReplica::default(),
         }
     }
 
@@ -82,24 +79,24 @@ impl Checker<Retention> for DeletionEnds {
         }
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let (ender, invariant) = (self.ender, self.invariant());
-        let flow = self.replicas.at(replica);
         let EventKind::Call {
             request: Request::Delete { token, .. },
             ..
         } = event.event.kind
         else {
-            flow.observe(event);
             return None;
         };
-        let verdict = match flow.ledger.open {
-            true => DeletionEnds::ended_by(ender, flow),
+        // Judged on the term before this delete; reported with it.
+        let before = facts.before(replica);
+        let verdict = match before.ledger.open {
+            true => DeletionEnds::ended_by(ender, before),
             false => None,
         };
-        flow.observe(event);
         let (answer, words) = verdict?;
+        let flow = facts.after(replica);
         let sentence = format!(
             "{replica} sent delete_batch with token {token} at {}, after a delete_batch of its \
              term {} answered {words} at {}",
@@ -111,7 +108,7 @@ impl Checker<Retention> for DeletionEnds {
         Some(Violation::new(invariant, event, context, sentence))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -122,25 +119,19 @@ pub type ShortBatchEnds = DeletionEnds;
 /// `delete-error-ends`: no delete after a delete error.
 pub type DeleteErrorEnds = DeletionEnds;
 
-/// One replica for `no-early-stop`: its term flow, and whether the term was judged.
-#[derive(Debug, Default)]
-struct StopWatch {
-    flow: TermFlow,
-    judged: bool,
-}
-
 /// `no-early-stop`: a term that acquired stops deleting only for a reason.
 #[derive(Debug)]
 pub struct NoEarlyStop {
     cap_rows: u64,
-    replicas: PerReplica<StopWatch>,
+    /// Per replica: its latest term was judged.
+    judged: PerReplica<bool>,
 }
 
 impl NoEarlyStop {
     pub fn new(config: &CheckConfig) -> NoEarlyStop {
         NoEarlyStop {
             cap_rows: u64::from(config.cap_rows),
-            replicas: PerReplica::default(),
+            judged: PerReplica::default(),
         }
     }
 
@@ -184,35 +175,36 @@ impl Checker<Retention> for NoEarlyStop {
         Invariant::NoEarlyStop
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
-        let watch = self.replicas.at(replica);
+        // Judged on the term before this event; reported with it.
+        let before = facts.before(replica);
+        let judged = self.judged.at(replica);
         let at_release_point = match event.event.kind {
             EventKind::Note(Note::TermStarted { .. }) => {
-                watch.judged = false;
+                *judged = false;
                 false
             }
             EventKind::Call {
                 request: Request::Release { .. },
                 ..
-            } => watch.flow.ledger.open,
+            } => before.ledger.open,
             EventKind::Note(Note::TermEnded { .. }) => true,
             _ => false,
         };
-        if !at_release_point || watch.judged {
-            watch.flow.observe(event);
+        if !at_release_point || *judged {
             return None;
         }
-        watch.judged = true;
-        let watch = self.replicas.get(replica)?;
-        let sentence = match self.excused(&watch.flow) {
+        *judged = true;
+        // invariant: a term is judged once, at its first release point.
+        debug_assert!(self.judged.get(replica) == Some(&true));
+        let sentence = match self.excused(before) {
             true => None,
-            false => self.early(&watch.flow, event),
+            false => self.early(before, event),
         };
-        let watch = self.replicas.at(replica);
-        watch.flow.observe(event);
         let sentence = sentence?;
-        let ledger = &watch.flow.ledger;
+        let flow = facts.after(replica);
+        let ledger = &flow.ledger;
         let context = [
             ledger.started.as_ref(),
             ledger.acquire_answer.as_ref(),
@@ -226,7 +218,7 @@ impl Checker<Retention> for NoEarlyStop {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -235,14 +227,12 @@ impl Checker<Retention> for NoEarlyStop {
 #[derive(Debug)]
 pub struct TermReport {
     cap_rows: u64,
-    replicas: PerReplica<TermFlow>,
 }
 
 impl TermReport {
     pub fn new(config: &CheckConfig) -> TermReport {
         TermReport {
             cap_rows: u64::from(config.cap_rows),
-            replicas: PerReplica::default(),
         }
     }
 
@@ -318,18 +308,14 @@ impl Checker<Retention> for TermReport {
         Invariant::TermReport
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
-        let flow = self.replicas.at(replica);
         if !matches!(event.event.kind, EventKind::Note(Note::TermEnded { .. })) {
-            flow.observe(event);
             return None;
         }
-        let flow = self.replicas.get(replica)?;
-        let sentence = self.report(flow, event);
-        let flow = self.replicas.at(replica);
-        flow.observe(event);
-        let sentence = sentence?;
+        // Judged on the term before its end; reported with it.
+        let sentence = self.report(facts.before(replica), event)?;
+        let flow = facts.after(replica);
         let ledger = &flow.ledger;
         let context = [
             ledger.started.as_ref(),
@@ -346,7 +332,7 @@ impl Checker<Retention> for TermReport {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

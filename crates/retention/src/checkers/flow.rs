@@ -15,15 +15,13 @@ use crate::events::Stamped;
 use crate::events::{Event, EventKind, OpKind, Request};
 
 use super::kinds;
-use super::track::{PerReplica, TermFlow, replica_of};
+use super::track::{TermFlow, replica_of};
 use super::words::{At, answer_words};
-use super::{Checker, Invariant, Violation};
+use super::{Checker, Facts, Invariant, Violation};
 
 /// `acquire-first`: a term's first call is its acquire, and there is no second acquire.
 #[derive(Debug, Default)]
-pub struct AcquireFirst {
-    replicas: PerReplica<TermFlow>,
-}
+pub struct AcquireFirst;
 
 impl AcquireFirst {
     pub fn new() -> AcquireFirst {
@@ -64,16 +62,18 @@ impl Checker<Retention> for AcquireFirst {
         Invariant::AcquireFirst
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
-        let flow = self.replicas.at(replica_of(event)?);
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
+        let replica = replica_of(event)?;
+        // Judged on the term before this call; reported with it.
+        let before = facts.before(replica);
         let sentence = match event.event.kind {
-            EventKind::Call { request, .. } if flow.ledger.open => {
-                AcquireFirst::misplaced(flow, event, request)
+            EventKind::Call { request, .. } if before.ledger.open => {
+                AcquireFirst::misplaced(before, event, request)
             }
             _ => None,
         };
-        flow.observe(event);
         let sentence = sentence?;
+        let flow = facts.after(replica);
         let context = [flow.ledger.started.as_ref(), flow.acquire_call.as_ref()];
         Some(Violation::new(
             Invariant::AcquireFirst,
@@ -83,16 +83,14 @@ impl Checker<Retention> for AcquireFirst {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `refused-acquire-ends`: after a refused acquire, the term sends nothing else.
 #[derive(Debug, Default)]
-pub struct RefusedAcquireEnds {
-    replicas: PerReplica<TermFlow>,
-}
+pub struct RefusedAcquireEnds;
 
 impl RefusedAcquireEnds {
     pub fn new() -> RefusedAcquireEnds {
@@ -109,10 +107,10 @@ impl Checker<Retention> for RefusedAcquireEnds {
         Invariant::RefusedAcquireEnds
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
-        let flow = self.replicas.at(replica);
-        flow.observe(event);
+        // Judged on the term including this call (the run's after view).
+        let flow = facts.after(replica);
         let EventKind::Call { request, .. } = event.event.kind else {
             return None;
         };
@@ -141,16 +139,14 @@ impl Checker<Retention> for RefusedAcquireEnds {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `release-last`: nothing of the term in flight at its release, nothing new after it.
 #[derive(Debug, Default)]
-pub struct ReleaseLast {
-    replicas: PerReplica<TermFlow>,
-}
+pub struct ReleaseLast;
 
 impl ReleaseLast {
     pub fn new() -> ReleaseLast {
@@ -197,16 +193,18 @@ impl Checker<Retention> for ReleaseLast {
         Invariant::ReleaseLast
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
-        let flow = self.replicas.at(replica_of(event)?);
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
+        let replica = replica_of(event)?;
+        // Judged on the term before this call; reported with it.
+        let before = facts.before(replica);
         let sentence = match event.event.kind {
-            EventKind::Call { request, .. } if flow.ledger.open => {
-                ReleaseLast::out_of_order(flow, event, request)
+            EventKind::Call { request, .. } if before.ledger.open => {
+                ReleaseLast::out_of_order(before, event, request)
             }
             _ => None,
         };
-        flow.observe(event);
         let sentence = sentence?;
+        let flow = facts.after(replica);
         let context = [
             flow.ledger.started.as_ref(),
             flow.release_call.as_ref(),
@@ -220,7 +218,7 @@ impl Checker<Retention> for ReleaseLast {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

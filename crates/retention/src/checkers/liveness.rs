@@ -19,7 +19,7 @@ use crate::events::{ClockMs, Event, EventKind, Note, Phase, ReplicaId};
 
 use super::track::{PerReplica, Ring, replica_of, term_number};
 use super::words::At;
-use super::{CheckConfig, Checker, Invariant, Violation};
+use super::{CheckConfig, Checker, Facts, Invariant, Violation};
 
 /// What `liveness` keeps per replica.
 #[derive(Debug, Default)]
@@ -189,7 +189,7 @@ impl Checker<Retention> for Liveness {
         Invariant::Liveness
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let overrun = if event.at_ms > self.deadline_ms {
             self.overrun_violation(Some(event), event.at_ms)
         } else {
@@ -228,7 +228,7 @@ impl Checker<Retention> for Liveness {
         overrun.or(verdict.flatten())
     }
 
-    fn finish(&mut self, end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, end_ms: u64, _facts: &Facts) -> Option<Violation> {
         if end_ms > self.deadline_ms {
             return self.overrun_violation(None, end_ms);
         }

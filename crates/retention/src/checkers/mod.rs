@@ -27,6 +27,7 @@ mod cap;
 mod coverage;
 mod cutoff;
 mod deletion;
+mod facts;
 mod flow;
 mod invariant;
 mod kinds;
@@ -46,6 +47,7 @@ mod words;
 pub mod audit {}
 
 pub use coverage::{Coverage, Situation, SituationSet};
+pub use facts::Facts;
 pub use invariant::Invariant;
 pub use leasesim_invariants::Checker;
 
@@ -146,15 +148,15 @@ macro_rules! any_checker {
                 }
             }
 
-            fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+            fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
                 match self {
-                    $(AnyChecker::$variant(checker) => checker.on_event(event),)*
+                    $(AnyChecker::$variant(checker) => checker.on_event(event, facts),)*
                 }
             }
 
-            fn finish(&mut self, end_ms: u64) -> Option<Violation> {
+            fn finish(&mut self, end_ms: u64, facts: &Facts) -> Option<Violation> {
                 match self {
-                    $(AnyChecker::$variant(checker) => checker.finish(end_ms),)*
+                    $(AnyChecker::$variant(checker) => checker.finish(end_ms, facts),)*
                 }
             }
         }

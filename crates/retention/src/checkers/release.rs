@@ -11,15 +11,13 @@ use crate::events::Stamped;
 use crate::events::{Event, EventKind, Note, Request};
 
 use super::kinds;
-use super::track::{PerReplica, TermLedger, replica_of};
+use super::track::replica_of;
 use super::words::{At, answer_words, end_words};
-use super::{Checker, Invariant, Violation};
+use super::{Checker, Facts, Invariant, Violation};
 
 /// `release-latest`: a release carries the latest token received in the term.
 #[derive(Debug, Default)]
-pub struct ReleaseLatest {
-    replicas: PerReplica<TermLedger>,
-}
+pub struct ReleaseLatest;
 
 impl ReleaseLatest {
     pub fn new() -> ReleaseLatest {
@@ -36,10 +34,10 @@ impl Checker<Retention> for ReleaseLatest {
         Invariant::ReleaseLatest
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
-        let ledger = self.replicas.at(replica);
-        ledger.observe(event);
+        // Judged on the replica's term including this event (the run's after view).
+        let ledger = &facts.after(replica).ledger;
         let EventKind::Call {
             request: Request::Release { lease },
             ..
@@ -69,16 +67,14 @@ impl Checker<Retention> for ReleaseLatest {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `release-after-ownership`: a release only inside a term whose acquire succeeded.
 #[derive(Debug, Default)]
-pub struct ReleaseAfterOwnership {
-    replicas: PerReplica<TermLedger>,
-}
+pub struct ReleaseAfterOwnership;
 
 impl ReleaseAfterOwnership {
     pub fn new() -> ReleaseAfterOwnership {
@@ -95,10 +91,10 @@ impl Checker<Retention> for ReleaseAfterOwnership {
         Invariant::ReleaseAfterOwnership
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
-        let ledger = self.replicas.at(replica);
-        ledger.observe(event);
+        // Judged on the replica's term including this event (the run's after view).
+        let ledger = &facts.after(replica).ledger;
         let EventKind::Call {
             request: Request::Release { lease },
             ..
@@ -142,16 +138,14 @@ impl Checker<Retention> for ReleaseAfterOwnership {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `release-on-exit`: a term that acquired releases its latest lease before it ends.
 #[derive(Debug, Default)]
-pub struct ReleaseOnExit {
-    replicas: PerReplica<TermLedger>,
-}
+pub struct ReleaseOnExit;
 
 impl ReleaseOnExit {
     pub fn new() -> ReleaseOnExit {
@@ -168,10 +162,10 @@ impl Checker<Retention> for ReleaseOnExit {
         Invariant::ReleaseOnExit
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
-        let ledger = self.replicas.at(replica);
-        ledger.observe(event);
+        // Judged on the replica's term including this event (the run's after view).
+        let ledger = &facts.after(replica).ledger;
         let EventKind::Note(Note::TermEnded { term, end, .. }) = event.event.kind else {
             return None;
         };
@@ -209,7 +203,7 @@ impl Checker<Retention> for ReleaseOnExit {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

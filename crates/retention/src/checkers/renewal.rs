@@ -18,9 +18,9 @@ use crate::events::Stamped;
 use crate::events::{Event, EventKind, Note, OpKind, ReplicaId, Request};
 
 use super::kinds;
-use super::track::{PerReplica, TermLedger, replica_of};
+use super::track::{PerReplica, replica_of};
 use super::words::At;
-use super::{Checker, ClockConfig, Invariant, Violation};
+use super::{Checker, ClockConfig, Facts, Invariant, Violation};
 
 /// `serial-renewal`: a replica never has two renewals in flight.
 #[derive(Debug, Default)]
@@ -47,7 +47,7 @@ impl Checker<Retention> for SerialRenewal {
         Invariant::SerialRenewal
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let in_flight = self.in_flight.at(replica);
         let abandoned = self.abandoned.at(replica);
@@ -104,16 +104,14 @@ impl Checker<Retention> for SerialRenewal {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `renewal-stops`: renewals only inside an open term, with a lease of that term.
 #[derive(Debug, Default)]
-pub struct RenewalStops {
-    replicas: PerReplica<TermLedger>,
-}
+pub struct RenewalStops;
 
 impl RenewalStops {
     pub fn new() -> RenewalStops {
@@ -130,10 +128,10 @@ impl Checker<Retention> for RenewalStops {
         Invariant::RenewalStops
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
-        let ledger = self.replicas.at(replica);
-        ledger.observe(event);
+        // Judged on the replica's term including this event (the run's after view).
+        let ledger = &facts.after(replica).ledger;
         let EventKind::Call {
             request: Request::Renew { lease },
             ..
@@ -177,16 +175,14 @@ impl Checker<Retention> for RenewalStops {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `renew-latest`: every renewal carries the newest lease received in the term.
 #[derive(Debug, Default)]
-pub struct RenewLatest {
-    replicas: PerReplica<TermLedger>,
-}
+pub struct RenewLatest;
 
 impl RenewLatest {
     pub fn new() -> RenewLatest {
@@ -203,10 +199,10 @@ impl Checker<Retention> for RenewLatest {
         Invariant::RenewLatest
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
-        let ledger = self.replicas.at(replica);
-        ledger.observe(event);
+        // Judged on the replica's term including this event (the run's after view).
+        let ledger = &facts.after(replica).ledger;
         let EventKind::Call {
             request: Request::Renew { lease },
             ..
@@ -240,7 +236,7 @@ impl Checker<Retention> for RenewLatest {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -332,7 +328,7 @@ impl Checker<Retention> for RenewalPause {
         Invariant::RenewalPause
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         match event.event.kind {
             EventKind::Note(Note::TermStarted { .. }) => {
@@ -375,7 +371,7 @@ impl Checker<Retention> for RenewalPause {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

@@ -15,7 +15,7 @@ use crate::events::{Event, EventKind, Request};
 use super::kinds;
 use super::track::{PerReplica, TermLedger, replica_of};
 use super::words::At;
-use super::{Checker, Invariant, Violation};
+use super::{Checker, Facts, Invariant, Violation};
 
 /// `stop-quiesces`: no acquire, renew or delete after `stop()` was called.
 #[derive(Debug, Default)]
@@ -39,7 +39,7 @@ impl Checker<Retention> for StopQuiesces {
         Invariant::StopQuiesces
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let stopped = self.stopped.at(replica);
         match event.event.kind {
@@ -68,7 +68,7 @@ impl Checker<Retention> for StopQuiesces {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -152,7 +152,7 @@ impl Checker<Retention> for StopJoins {
         Invariant::StopJoins
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let incarnation = self.replicas.at(replica);
         if let EventKind::Restarted = event.event.kind {
@@ -190,7 +190,7 @@ impl Checker<Retention> for StopJoins {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

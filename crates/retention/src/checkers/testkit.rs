@@ -11,7 +11,8 @@ use crate::events::{
     Stamped,
 };
 
-use super::{CheckConfig, Checker, Invariant, Violation, checker_for};
+use super::{CheckConfig, Checker, Facts, Invariant, Violation, checker_for};
+use leasesim_invariants::Facts as _;
 
 pub(crate) const R1: ReplicaId = ReplicaId(0);
 pub(crate) const R2: ReplicaId = ReplicaId(1);
@@ -251,12 +252,17 @@ pub(crate) fn run(
     checker: &mut dyn Checker<crate::Retention>,
     script: &Script,
 ) -> Option<Violation> {
+    // The checker alone, with facts of its own, as a set of one would keep them.
+    let mut facts = Facts::default();
     for event in &script.events {
-        if let Some(violation) = checker.on_event(event) {
-            return Some(violation);
+        facts.enter(event);
+        let verdict = checker.on_event(event, &facts);
+        facts.leave(event);
+        if verdict.is_some() {
+            return verdict;
         }
     }
-    checker.finish(script.now_ms)
+    checker.finish(script.now_ms, &facts)
 }
 
 /// Runs the script through `invariant`'s checker with the test configuration.

@@ -26,7 +26,7 @@ use crate::events::{Answer, Event, EventKind, Note, OpKind, ReplicaId, Request, 
 use super::kinds;
 use super::track::{PerReplica, replica_of};
 use super::words::At;
-use super::{Checker, ClockConfig, Invariant, Violation};
+use super::{Checker, ClockConfig, Facts, Invariant, Violation};
 
 /// A renewal that is due: the answer that started the wait and the instant it ends.
 #[derive(Debug, Clone)]
@@ -220,7 +220,7 @@ impl Checker<Retention> for RenewalDue {
         Invariant::RenewalDue
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let clocks = self.clocks.as_ref()?;
         // Any event later than the instant due shows the renewal was not sent in time: every
         // pause that could have moved it started no later, so it has been seen already.
@@ -234,7 +234,7 @@ impl Checker<Retention> for RenewalDue {
         None
     }
 
-    fn finish(&mut self, end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, end_ms: u64, _facts: &Facts) -> Option<Violation> {
         self.overdue(None, end_ms)
     }
 }
@@ -281,7 +281,7 @@ impl Checker<Retention> for StopPrompt {
         Invariant::StopPrompt
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let stopping = self.replicas.at(replica);
         match event.event.kind {
@@ -342,7 +342,7 @@ impl Checker<Retention> for StopPrompt {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -445,11 +445,13 @@ mod renewal_due_tests {
         let mut script = acquired();
         delete_at(&mut script, 1500);
         let mut checker = clocked(1000, vec![]);
+        // renewal-due reads no facts: empty ones will do.
+        let facts = Facts::default();
         for event in &script.events {
-            assert_eq!(checker.on_event(event), None);
+            assert_eq!(checker.on_event(event, &facts), None);
         }
-        assert_eq!(checker.finish(2000), None);
-        let violation = checker.finish(2001).expect("a violation");
+        assert_eq!(checker.finish(2000, &facts), None);
+        let violation = checker.finish(2001, &facts).expect("a violation");
         assert_eq!((violation.at_ms, violation.event.seq), (2001, 2));
     }
 

@@ -12,9 +12,9 @@ use crate::events::Stamped;
 use crate::events::{Applied, Event, EventKind, OpKind, ReplicaId, Request};
 
 use super::kinds;
-use super::track::{CallBook, PerReplica, TermLedger, replica_of};
+use super::track::{CallBook, replica_of};
 use super::words::{At, answer_words};
-use super::{Checker, Invariant, Violation};
+use super::{Checker, Facts, Invariant, Violation};
 
 /// `stale-token-delete`: no delete is applied with a token that was not current.
 #[derive(Debug, Default)]
@@ -73,7 +73,7 @@ impl Checker<Retention> for StaleTokenDelete {
         Invariant::StaleTokenDelete
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event);
         match event.event.kind {
             EventKind::Call {
@@ -111,16 +111,14 @@ impl Checker<Retention> for StaleTokenDelete {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `latest-token`: every delete carries the highest token received in the term.
 #[derive(Debug, Default)]
-pub struct LatestToken {
-    replicas: PerReplica<TermLedger>,
-}
+pub struct LatestToken;
 
 impl LatestToken {
     pub fn new() -> LatestToken {
@@ -137,10 +135,10 @@ impl Checker<Retention> for LatestToken {
         Invariant::LatestToken
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
-        let ledger = self.replicas.at(replica);
-        ledger.observe(event);
+        // Judged on the replica's term including this event (the run's after view).
+        let ledger = &facts.after(replica).ledger;
         let EventKind::Call {
             request: Request::Delete { token, .. },
             ..
@@ -181,16 +179,14 @@ impl Checker<Retention> for LatestToken {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `no-delete-after-loss`: no delete after a renewal answered `None` or an error.
 #[derive(Debug, Default)]
-pub struct NoDeleteAfterLoss {
-    replicas: PerReplica<TermLedger>,
-}
+pub struct NoDeleteAfterLoss;
 
 impl NoDeleteAfterLoss {
     pub fn new() -> NoDeleteAfterLoss {
@@ -207,10 +203,10 @@ impl Checker<Retention> for NoDeleteAfterLoss {
         Invariant::NoDeleteAfterLoss
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
-        let ledger = self.replicas.at(replica);
-        ledger.observe(event);
+        // Judged on the replica's term including this event (the run's after view).
+        let ledger = &facts.after(replica).ledger;
         let EventKind::Call {
             request: Request::Delete { token, .. },
             ..
@@ -242,7 +238,7 @@ impl Checker<Retention> for NoDeleteAfterLoss {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

@@ -65,6 +65,23 @@ pub(crate) struct TermLedger {
 }
 
 impl TermLedger {
+    /// A replica's ledger before its first term.
+    pub(crate) const EMPTY: TermLedger = TermLedger {
+        open: false,
+        started: None,
+        ended: None,
+        waiting: Vec::new(),
+        acquire_answer: None,
+        acquired: false,
+        latest: None,
+        tokens: Vec::new(),
+        lost: None,
+        lost_by_none: None,
+        released: None,
+        release_answered: None,
+        rows_answered: 0,
+    };
+
     /// Reads one event of this ledger's replica.
     pub(crate) fn observe(&mut self, event: &Stamped<Event>) {
         match event.event.kind {
@@ -204,6 +221,18 @@ pub(crate) struct TermFlow {
 }
 
 impl TermFlow {
+    /// A replica's flow before its first term.
+    pub(crate) const EMPTY: TermFlow = TermFlow {
+        ledger: TermLedger::EMPTY,
+        first_call: None,
+        acquire_call: None,
+        release_call: None,
+        limits: Vec::new(),
+        short: None,
+        delete_error: None,
+        stop: None,
+    };
+
     /// Reads one event of this flow's replica.
     pub(crate) fn observe(&mut self, event: &Stamped<Event>) {
         self.ledger.observe(event);

@@ -71,7 +71,7 @@ impl Checker<WorkItems> for StopOnLeaseLost {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let replica = event.event.replica?;
         let ledger = self.ledgers.at(replica);
         let verdict = match (event.event.kind, &ledger.held) {
@@ -100,7 +100,7 @@ impl Checker<WorkItems> for StopOnLeaseLost {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -127,7 +127,7 @@ impl Checker<WorkItems> for ReconcileFirst {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let replica = event.event.replica?;
         let ledger = self.ledgers.at(replica);
         let verdict = match (event.event.kind, &ledger.held) {
@@ -156,7 +156,7 @@ impl Checker<WorkItems> for ReconcileFirst {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -212,7 +212,7 @@ impl Checker<WorkItems> for ClaimToken {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let replica = event.event.replica?;
         let ledger = self.ledgers.at(replica);
         let verdict = match event.event.kind {
@@ -230,7 +230,7 @@ impl Checker<WorkItems> for ClaimToken {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -303,7 +303,7 @@ impl Checker<WorkItems> for GiveUpPolicy {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let replica = event.event.replica?;
         let ledger = self.ledgers.at(replica);
         let given_up = match event.event.kind {
@@ -339,7 +339,7 @@ impl Checker<WorkItems> for GiveUpPolicy {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }

@@ -105,7 +105,7 @@ impl Checker<WorkItems> for RunReport {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let replica = event.event.replica?;
         let ledger = self.ledgers.at(replica);
         let verdict = match event.event.kind {
@@ -150,7 +150,7 @@ impl Checker<WorkItems> for RunReport {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }

@@ -103,7 +103,7 @@ impl Checker<WorkItems> for StaleApply {
         service_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let wanted = |r: &Request| r.op() == Op::Apply;
         let sent = book_call(&mut self.calls, event, wanted).and_then(|(_, sent)| sent);
         let verdict = match event.event.kind {
@@ -134,7 +134,7 @@ impl Checker<WorkItems> for StaleApply {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -161,7 +161,7 @@ impl Checker<WorkItems> for StaleDone {
         service_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let wanted = |r: &Request| r.op() == Op::Done;
         let sent = book_call(&mut self.calls, event, wanted).and_then(|(_, sent)| sent);
         let verdict = match event.event.kind {
@@ -195,7 +195,7 @@ impl Checker<WorkItems> for StaleDone {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -255,7 +255,7 @@ impl Checker<WorkItems> for ClaimableOnly {
         kind.bit() & mask::APPLIED != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let verdict = match event.event.kind {
             EventKind::Applied {
                 applied: Applied::Claimed { item, token, .. },
@@ -267,7 +267,7 @@ impl Checker<WorkItems> for ClaimableOnly {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -293,7 +293,7 @@ impl Checker<WorkItems> for EffectOnce {
         kind.bit() & mask::APPLIED != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let verdict =
             match event.event.kind {
                 EventKind::Applied {
@@ -326,7 +326,7 @@ impl Checker<WorkItems> for EffectOnce {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -352,7 +352,7 @@ impl Checker<WorkItems> for DoneAfterEffect {
         kind.bit() & mask::APPLIED != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let verdict = match event.event.kind {
             EventKind::Applied {
                 applied:
@@ -391,7 +391,7 @@ impl Checker<WorkItems> for DoneAfterEffect {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }

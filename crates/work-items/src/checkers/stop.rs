@@ -37,7 +37,7 @@ impl Checker<WorkItems> for StopQuiesces {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let replica = event.event.replica?;
         let ledger = self.ledgers.at(replica);
         let verdict = match (event.event.kind, &ledger.stop) {
@@ -67,7 +67,7 @@ impl Checker<WorkItems> for StopQuiesces {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }
@@ -169,7 +169,7 @@ impl Checker<WorkItems> for StopJoins {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
         let replica = event.event.replica?;
         let joining = self.replicas.at(replica);
         let verdict = match event.event.kind {
@@ -189,7 +189,7 @@ impl Checker<WorkItems> for StopJoins {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
         None
     }
 }

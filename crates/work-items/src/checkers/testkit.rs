@@ -327,11 +327,11 @@ impl Script {
 /// Feeds the script to `checker`; the first violation (finish at the last time).
 pub(crate) fn run(checker: &mut AnyChecker, script: &Script) -> Option<Violation> {
     for event in &script.events {
-        if let Some(violation) = checker.on_event(event) {
+        if let Some(violation) = checker.on_event(event, &()) {
             return Some(violation);
         }
     }
-    checker.finish(script.now_ms())
+    checker.finish(script.now_ms(), &())
 }
 
 /// Runs the script through `invariant`'s checker with the test configuration.
