@@ -7,8 +7,9 @@
 //!   the run to halt from then on.
 //! - *facts*: the system's [`Judged::Facts`], kept once for the whole set: entered with each
 //!   event before any checker reads it, left after all have (whether or not any reads it).
-//! - *interests*: per checker, the interest bits of the event kinds it reads, asked once per
-//!   bit the first time such an event arrives; feeding an event then tests one bit per checker.
+//! - *readers*: per interest bit, the checkers that read events of that bit, in the set's
+//!   order; asked once per bit the first time such an event arrives. Feeding an event then
+//!   visits its readers only.
 
 use leasesim_events::{Event, Flow, Stamped};
 
@@ -21,8 +22,8 @@ pub struct CheckerSet<V: Judged, C> {
     checkers: Vec<C>,
     /// The facts every checker reads, kept once.
     facts: V::Facts,
-    /// Per checker, the interest bits it wants, among the bits asked so far.
-    interests: Vec<u32>,
+    /// Per interest bit (by its index), the indices of the checkers that read it, ascending.
+    readers: [Vec<u16>; 32],
     /// The interest bits every checker has been asked about.
     asked: u32,
     violation: Option<Violation<V>>,
@@ -37,11 +38,12 @@ impl<V: Judged, C: Checker<V>> CheckerSet<V, C> {
     pub fn new(mut checkers: Vec<C>) -> CheckerSet<V, C> {
         checkers.sort_by_key(|checker| checker.invariant());
         checkers.dedup_by_key(|checker| checker.invariant());
-        let count = checkers.len();
+        // invariant: a checker's index fits a reader list entry.
+        assert!(checkers.len() <= usize::from(u16::MAX));
         CheckerSet {
             checkers,
             facts: V::Facts::default(),
-            interests: vec![0; count],
+            readers: std::array::from_fn(|_| Vec::new()),
             asked: 0,
             violation: None,
             halted: false,
@@ -70,13 +72,17 @@ impl<V: Judged, C: Checker<V>> CheckerSet<V, C> {
             self.ask(bit, &event.event);
         }
         // invariant: every checker has been asked about this event's bit.
-        debug_assert!(self.asked & bit != 0 && self.interests.len() == self.checkers.len());
+        debug_assert!(self.asked & bit != 0 && bit.is_power_of_two());
         self.facts.enter(event);
-        let interested = self.checkers.iter_mut().zip(&self.interests);
         let facts = &self.facts;
-        let verdict = interested
-            .filter(|(_, mask)| *mask & bit != 0)
-            .find_map(|(checker, _)| checker.on_event(event, facts));
+        let mut verdict = None;
+        for &index in &self.readers[bit.trailing_zeros() as usize] {
+            // Moved out only when found: a violation is large, and most calls return none.
+            if let Some(violation) = self.checkers[usize::from(index)].on_event(event, facts) {
+                verdict = Some(violation);
+                break;
+            }
+        }
         self.facts.leave(event);
         match verdict {
             Some(violation) => self.record(violation),
@@ -91,12 +97,15 @@ impl<V: Judged, C: Checker<V>> CheckerSet<V, C> {
 
     /// Asks every checker whether it reads events of `event`'s interest bit.
     fn ask(&mut self, bit: u32, event: &Event<V>) {
-        for (checker, mask) in self.checkers.iter().zip(&mut self.interests) {
+        let readers = &mut self.readers[bit.trailing_zeros() as usize];
+        for (index, checker) in self.checkers.iter().enumerate() {
             if checker.wants(&event.kind) {
-                *mask |= bit;
+                readers.push(u16::try_from(index).unwrap_or(u16::MAX));
             }
         }
         self.asked |= bit;
+        // invariant: readers are listed once each, in the set's order.
+        debug_assert!(readers.windows(2).all(|pair| pair[0] < pair[1]));
     }
 
     /// The end of the run at `end_ms`: runs every checker's `finish` once, unless a violation

@@ -15,10 +15,13 @@ use crate::Retention;
 use crate::events::Stamped;
 use crate::events::{Applied, Event, EventKind, Note, OpKind, Request};
 
+use leasesim_events::mask;
+
 use super::kinds;
 use super::track::{CallBook, PerReplica, Ring, TermLedger, replica_of};
 use super::words::At;
 use super::{CheckConfig, Checker, Facts, Invariant, Violation};
+use crate::events::notes;
 
 /// One replica's latest term, for `batch-limit`.
 #[derive(Debug, Default)]
@@ -90,7 +93,8 @@ impl BatchLimit {
 
 impl Checker<Retention> for BatchLimit {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, notes::TERM_STARTED | mask::ANSWERED | mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {
@@ -179,7 +183,8 @@ impl FullBatch {
 
 impl Checker<Retention> for FullBatch {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, notes::TERM_STARTED | mask::ANSWERED | mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {

@@ -13,10 +13,13 @@ use crate::Retention;
 use crate::events::Stamped;
 use crate::events::{Applied, ClockMs, Event, EventKind, Note, OpKind, ReplicaId, Request};
 
+use leasesim_events::mask;
+
 use super::kinds;
 use super::track::{CallBook, PerReplica, Ring, TermLedger, replica_of};
 use super::words::At;
 use super::{CheckConfig, Checker, Facts, Invariant, Violation};
+use crate::events::notes;
 
 /// One replica's view of its latest term, for `fixed-cutoff`.
 #[derive(Debug, Default)]
@@ -138,7 +141,8 @@ impl FixedCutoff {
 
 impl Checker<Retention> for FixedCutoff {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind) || matches!(kind, EventKind::ClockRead { .. })
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, notes::TERM_STARTED | mask::CLOCK_READ | mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {

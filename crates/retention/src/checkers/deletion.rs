@@ -16,10 +16,13 @@ use crate::Retention;
 use crate::events::Stamped;
 use crate::events::{Answer, EndKind, Event, EventKind, Note, Request};
 
+use leasesim_events::mask;
+
 use super::kinds;
 use super::track::{PerReplica, TermFlow, replica_of};
 use super::words::{At, answer_words, end_words};
 use super::{CheckConfig, Checker, Facts, Invariant, Violation};
+use crate::events::notes;
 
 /// The answer that ended deletion: a short batch or an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +72,8 @@ impl DeletionEnds {
 
 impl Checker<Retention> for DeletionEnds {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {
@@ -168,7 +172,8 @@ impl NoEarlyStop {
 
 impl Checker<Retention> for NoEarlyStop {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, notes::TERM_STARTED | mask::CALL | notes::TERM_ENDED)
     }
 
     fn invariant(&self) -> Invariant {
@@ -301,7 +306,8 @@ impl TermReport {
 
 impl Checker<Retention> for TermReport {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, notes::TERM_ENDED)
     }
 
     fn invariant(&self) -> Invariant {

@@ -14,6 +14,8 @@ use crate::Retention;
 use crate::events::Stamped;
 use crate::events::{Event, EventKind, OpKind, Request};
 
+use leasesim_events::mask;
+
 use super::kinds;
 use super::track::{TermFlow, replica_of};
 use super::words::{At, answer_words};
@@ -55,7 +57,8 @@ impl AcquireFirst {
 
 impl Checker<Retention> for AcquireFirst {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {
@@ -100,7 +103,8 @@ impl RefusedAcquireEnds {
 
 impl Checker<Retention> for RefusedAcquireEnds {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {
@@ -186,7 +190,8 @@ impl ReleaseLast {
 
 impl Checker<Retention> for ReleaseLast {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {

@@ -28,3 +28,9 @@ pub(crate) fn process_pause(kind: &EventKind) -> bool {
 pub(crate) fn service_side(kind: &EventKind) -> bool {
     kind.bit() & mask::SERVICE_SIDE != 0
 }
+
+/// Any of these interest bits: for the checkers that read the term flow from the run's
+/// shared facts and judge only a few kinds themselves.
+pub(crate) fn any_of(kind: &EventKind, bits: u32) -> bool {
+    kind.bit() & bits != 0
+}

@@ -172,6 +172,44 @@ impl Liveness {
         Some(Violation::new(Invariant::Liveness, event, context, sentence).dated(now_ms))
     }
 
+    /// Takes `event` in: phases, the backlog check, each replica's terms and stops. Returns
+    /// the violation the event itself shows (an unresolved stop or a backlog at the end).
+    fn take_in(&mut self, event: &Stamped<Event>) -> Option<Violation> {
+        match (event.event.kind, replica_of(event)) {
+            (EventKind::Phase(phase), _) => {
+                if phase >= Phase::Liveness && self.healed.is_none() {
+                    // From here on, terms still open are bounded too.
+                    self.healed = Some(event.clone());
+                    self.refresh_deadline();
+                }
+                match phase == Phase::End {
+                    true => self.unresolved_stop(Some(event), event.at_ms),
+                    false => None,
+                }
+            }
+            (
+                EventKind::Note(Note::Backlog {
+                    eligible_before_ms,
+                    remaining,
+                }),
+                _,
+            ) if remaining > 0 => Some(self.backlog(event, eligible_before_ms, remaining)),
+            (kind, Some(replica)) => {
+                self.replicas.at(replica).observe(event);
+                match kind {
+                    EventKind::Note(Note::TermStarted { .. }) => self.refresh_deadline(),
+                    EventKind::Note(Note::TermEnded { .. }) => {
+                        self.last_term_end = Some(event.clone());
+                        self.refresh_deadline();
+                    }
+                    _ => {}
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
     fn backlog(&self, event: &Stamped<Event>, eligible_ms: u64, remaining: u64) -> Violation {
         let sentence = format!(
             "{remaining} rows created before clock {} were still in the store at {}, the end of \
@@ -190,42 +228,14 @@ impl Checker<Retention> for Liveness {
     }
 
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
-        let overrun = if event.at_ms > self.deadline_ms {
-            self.overrun_violation(Some(event), event.at_ms)
-        } else {
-            None
-        };
-        let verdict = match (event.event.kind, replica_of(event)) {
-            (EventKind::Phase(phase), _) => {
-                if phase >= Phase::Liveness && self.healed.is_none() {
-                    // From here on, terms still open are bounded too.
-                    self.healed = Some(event.clone());
-                    self.refresh_deadline();
-                }
-                (phase == Phase::End).then(|| self.unresolved_stop(Some(event), event.at_ms))
-            }
-            (
-                EventKind::Note(Note::Backlog {
-                    eligible_before_ms,
-                    remaining,
-                }),
-                _,
-            ) if remaining > 0 => Some(Some(self.backlog(event, eligible_before_ms, remaining))),
-            (kind, Some(replica)) => {
-                self.replicas.at(replica).observe(event);
-                match kind {
-                    EventKind::Note(Note::TermStarted { .. }) => self.refresh_deadline(),
-                    EventKind::Note(Note::TermEnded { .. }) => {
-                        self.last_term_end = Some(event.clone());
-                        self.refresh_deadline();
-                    }
-                    _ => {}
-                }
-                None
-            }
-            _ => None,
-        };
-        overrun.or(verdict.flatten())
+        if event.at_ms > self.deadline_ms && self.healed.is_some() {
+            // A term overran: reported at this event, after the event is taken in.
+            let overrun = self.overrun_violation(Some(event), event.at_ms);
+            let verdict = self.take_in(event);
+            return overrun.or(verdict);
+        }
+        // The common path builds no violation to move (one is large).
+        self.take_in(event)
     }
 
     fn finish(&mut self, end_ms: u64, _facts: &Facts) -> Option<Violation> {

@@ -10,10 +10,13 @@ use crate::Retention;
 use crate::events::Stamped;
 use crate::events::{Event, EventKind, Note, Request};
 
+use leasesim_events::mask;
+
 use super::kinds;
 use super::track::replica_of;
 use super::words::{At, answer_words, end_words};
 use super::{Checker, Facts, Invariant, Violation};
+use crate::events::notes;
 
 /// `release-latest`: a release carries the latest token received in the term.
 #[derive(Debug, Default)]
@@ -27,7 +30,8 @@ impl ReleaseLatest {
 
 impl Checker<Retention> for ReleaseLatest {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {
@@ -84,7 +88,8 @@ impl ReleaseAfterOwnership {
 
 impl Checker<Retention> for ReleaseAfterOwnership {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {
@@ -155,7 +160,8 @@ impl ReleaseOnExit {
 
 impl Checker<Retention> for ReleaseOnExit {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, notes::TERM_ENDED)
     }
 
     fn invariant(&self) -> Invariant {

@@ -17,6 +17,8 @@ use crate::Retention;
 use crate::events::Stamped;
 use crate::events::{Event, EventKind, Note, OpKind, ReplicaId, Request};
 
+use leasesim_events::mask;
+
 use super::kinds;
 use super::track::{PerReplica, replica_of};
 use super::words::At;
@@ -121,7 +123,8 @@ impl RenewalStops {
 
 impl Checker<Retention> for RenewalStops {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {
@@ -192,7 +195,8 @@ impl RenewLatest {
 
 impl Checker<Retention> for RenewLatest {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {

@@ -11,6 +11,8 @@ use crate::Retention;
 use crate::events::Stamped;
 use crate::events::{Applied, Event, EventKind, OpKind, ReplicaId, Request};
 
+use leasesim_events::mask;
+
 use super::kinds;
 use super::track::{CallBook, replica_of};
 use super::words::{At, answer_words};
@@ -128,7 +130,8 @@ impl LatestToken {
 
 impl Checker<Retention> for LatestToken {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {
@@ -196,7 +199,8 @@ impl NoDeleteAfterLoss {
 
 impl Checker<Retention> for NoDeleteAfterLoss {
     fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind)
+        // The term flow comes from the run's facts: only the kinds judged here.
+        kinds::any_of(kind, mask::CALL)
     }
 
     fn invariant(&self) -> Invariant {
