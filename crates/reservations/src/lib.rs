@@ -69,7 +69,7 @@ pub fn load_scenario(path: &std::path::Path) -> Result<Scenario, ScenarioError> 
 impl Judged for Reservations {
     type Invariant = Invariant;
     type Situation = Situation;
-    type Facts = ();
+    type Facts = checkers::Facts;
 }
 
 /// The checker configuration of one run: the worker settings its profile drew and the

@@ -3,8 +3,11 @@
 //! checker set reports the first violation of its checkers.
 
 use leasesim_events::{Flow, Phase, ReplicaId, Stamped};
-use leasesim_invariants::Checker;
-use leasesim_reservations::checkers::{AnyChecker, CheckConfig, Coverage, Invariant, all_checkers};
+use leasesim_invariants::{Checker, Facts as _, Violation};
+use leasesim_reservations::Reservations;
+use leasesim_reservations::checkers::{
+    AnyChecker, CheckConfig, Coverage, Facts, Invariant, all_checkers, track::Desk,
+};
 use leasesim_reservations::events::{
     Answer, Applied, ClassView, EndView, Event, EventKind, Failure, IdList, LetterView, Note, Op,
     OutcomeView, ReasonView, ReportView, Request, StatusView,
@@ -214,6 +217,22 @@ fn stream(seed: u64, len: usize) -> Vec<Stamped<Event>> {
         .collect()
 }
 
+/// Feeds `event` to `checker` alone, with facts of its own kept as a set keeps them (entered
+/// before the checker reads the event, left after, whether or not it reads it).
+fn alone(
+    checker: &mut AnyChecker,
+    facts: &mut Facts,
+    event: &Stamped<Event>,
+) -> Option<Violation<Reservations>> {
+    facts.enter(event);
+    let verdict = match checker.wants(&event.event.kind) {
+        true => checker.on_event(event, facts),
+        false => None,
+    };
+    facts.leave(event);
+    verdict
+}
+
 #[test]
 fn no_checker_and_no_coverage_panics_on_arbitrary_streams() {
     let config = CheckConfig {
@@ -225,14 +244,14 @@ fn no_checker_and_no_coverage_panics_on_arbitrary_streams() {
         let events = stream(seed, 300);
         for invariant in Invariant::ALL {
             let mut checker = AnyChecker::new(invariant, &config);
+            let mut facts = Facts::default();
             for event in &events {
-                if checker.wants(&event.event.kind) {
-                    violations += usize::from(checker.on_event(event, &()).is_some());
-                }
+                let verdict = alone(&mut checker, &mut facts, event);
+                violations += usize::from(verdict.is_some());
             }
             violations += usize::from(
                 checker
-                    .finish(events.last().map_or(0, |e| e.at_ms), &())
+                    .finish(events.last().map_or(0, |e| e.at_ms), &facts)
                     .is_some(),
             );
         }
@@ -256,12 +275,10 @@ fn a_set_reports_the_first_violation_among_its_checkers() {
             .iter()
             .filter_map(|&invariant| {
                 let mut checker = AnyChecker::new(invariant, &config);
+                let mut facts = Facts::default();
                 let found = events
                     .iter()
-                    .find_map(|e| match checker.wants(&e.event.kind) {
-                        true => checker.on_event(e, &()),
-                        false => None,
-                    });
+                    .find_map(|e| alone(&mut checker, &mut facts, e));
                 found.map(|v| (v.event.seq, invariant))
             })
             .min();
@@ -272,5 +289,33 @@ fn a_set_reports_the_first_violation_among_its_checkers() {
         let found = set.violation().map(|v| (v.event.seq, v.invariant));
         assert_eq!(found, first, "seed {seed}");
         assert_eq!(halted.map(|at| at as u64), found.map(|(seq, _)| seq));
+    }
+}
+
+/// The run's shared desks (one per replica, fed once per event after the checkers) are, at
+/// every event, the desk a checker used to build for itself: a fresh desk fed every earlier
+/// event of that replica, rebuilt from scratch here for each event (quadratic, no state
+/// carried over).
+#[test]
+fn the_shared_desks_are_the_desks_each_checker_built_for_itself() {
+    for seed in 0..40 {
+        let events = stream(seed, 200);
+        let mut facts = Facts::default();
+        for (index, event) in events.iter().enumerate() {
+            facts.enter(event);
+            if let Some(replica) = event.event.replica {
+                let mut fresh = Desk::default();
+                events[..index]
+                    .iter()
+                    .filter(|earlier| earlier.event.replica == Some(replica))
+                    .for_each(|earlier| fresh.observe(earlier));
+                assert_eq!(
+                    format!("{:?}", facts.desk(replica)),
+                    format!("{fresh:?}"),
+                    "seed {seed}, event {index}"
+                );
+            }
+            facts.leave(event);
+        }
     }
 }

@@ -13,24 +13,18 @@ use std::collections::BTreeMap;
 use leasesim_events::mask;
 use leasesim_invariants::{At, Checker, PerReplica, Violation};
 
-use super::track::{Desk, Desks, PollEnd, Stamp};
+use super::Facts;
+use super::track::{Desk, PollEnd, Stamp};
 use super::{CheckConfig, Invariant, WORKER_EVENTS};
 use crate::Reservations;
 use crate::events::{EventKind, Note, ReplicaId, Request};
 
 type Found = Option<Violation<Reservations>>;
 
-/// Feeds `event` to the desk of its replica after `judge` looked at it.
-fn judged(
-    desks: &mut Desks,
-    event: &Stamp,
-    judge: impl FnOnce(ReplicaId, &Desk) -> Found,
-) -> Found {
+/// Runs `judge` on the desk of the event's replica as it was before the event.
+fn judged(facts: &Facts, event: &Stamp, judge: impl FnOnce(ReplicaId, &Desk) -> Found) -> Found {
     let replica = event.event.replica?;
-    let desk = desks.at(replica);
-    let verdict = judge(replica, desk);
-    desk.observe(event);
-    verdict
+    judge(replica, facts.desk(replica))
 }
 
 /// Which replica and poll first used a token.
@@ -92,7 +86,7 @@ impl Checker<Reservations> for FreshClaimToken {
         kind.bit() & mask::CALL != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
         let replica = event.event.replica?;
         match event.event.kind {
             EventKind::Call { request, .. } if request.is_poll() => {
@@ -110,7 +104,7 @@ impl Checker<Reservations> for FreshClaimToken {
         }
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
@@ -155,7 +149,7 @@ impl Checker<Reservations> for BoundedClaim {
         kind.bit() & mask::CALL != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
         let EventKind::Call { request, .. } = event.event.kind else {
             return None;
         };
@@ -175,16 +169,14 @@ impl Checker<Reservations> for BoundedClaim {
         Some(Violation::new(Invariant::BoundedClaim, event, [], sentence))
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
 
 /// `expire-claimed`: a transition is sent only for a reservation the sender holds.
 #[derive(Debug, Default)]
-pub struct ExpireClaimed {
-    desks: Desks,
-}
+pub struct ExpireClaimed {}
 
 impl Checker<Reservations> for ExpireClaimed {
     fn invariant(&self) -> Invariant {
@@ -195,8 +187,8 @@ impl Checker<Reservations> for ExpireClaimed {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
-        judged(&mut self.desks, event, |replica, desk| {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
+        judged(facts, event, |replica, desk| {
             let EventKind::Call { request, .. } = event.event.kind else {
                 return None;
             };
@@ -218,7 +210,7 @@ impl Checker<Reservations> for ExpireClaimed {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
@@ -226,9 +218,7 @@ impl Checker<Reservations> for ExpireClaimed {
 /// `claim-released`: every held reservation is released, with its claim's token, before the
 /// next poll and before the run ends.
 #[derive(Debug, Default)]
-pub struct ClaimReleased {
-    desks: Desks,
-}
+pub struct ClaimReleased {}
 
 fn unreleased(replica: ReplicaId, desk: &Desk, event: &Stamp, before: &str) -> Found {
     let held = desk.claimed.first()?;
@@ -284,13 +274,13 @@ impl Checker<Reservations> for ClaimReleased {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
-        judged(&mut self.desks, event, |replica, desk| {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
+        judged(facts, event, |replica, desk| {
             judge_release(replica, desk, event)
         })
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
@@ -298,7 +288,6 @@ impl Checker<Reservations> for ClaimReleased {
 /// `idle-pause`: after an idle poll, the next poll follows a pause of the idle length.
 #[derive(Debug)]
 pub struct IdlePause {
-    desks: Desks,
     idle_ms: u64,
     jitter_ms: u64,
 }
@@ -306,7 +295,6 @@ pub struct IdlePause {
 impl IdlePause {
     pub fn new(config: &CheckConfig) -> IdlePause {
         IdlePause {
-            desks: Desks::default(),
             idle_ms: config.idle_ms,
             jitter_ms: config.idle_jitter_ms,
         }
@@ -354,18 +342,12 @@ impl Checker<Reservations> for IdlePause {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let replica = event.event.replica?;
-        let verdict = self.judge(
-            replica,
-            self.desks.get(replica).unwrap_or(&Desk::default()),
-            event,
-        );
-        self.desks.at(replica).observe(event);
-        verdict
+        self.judge(replica, facts.desk(replica), event)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }

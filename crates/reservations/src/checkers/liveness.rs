@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 
 use leasesim_invariants::{At, Checker, PerReplica, Violation};
 
+use super::Facts;
 use super::track::{Ledger, Stamp};
 use super::{CheckConfig, Invariant};
 use crate::Reservations;
@@ -191,7 +192,7 @@ impl Checker<Reservations> for Liveness {
         Invariant::Liveness
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
         let verdict = self.overdue(Some(event), event.at_ms);
         match event.event.kind {
             EventKind::Phase(Phase::Liveness) => self.healed = Some(event.clone()),
@@ -213,7 +214,7 @@ impl Checker<Reservations> for Liveness {
         verdict
     }
 
-    fn finish(&mut self, end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, end_ms: u64, _facts: &Facts) -> Found {
         self.overdue(None, end_ms)
             .or_else(|| self.unresolved_stop(None, end_ms))
     }

@@ -22,6 +22,7 @@
 mod cases;
 mod claims;
 mod coverage;
+mod facts;
 mod invariant;
 mod liveness;
 mod retry;
@@ -36,6 +37,7 @@ pub mod track;
 pub mod audit {}
 
 pub use coverage::{Coverage, Situation, SituationSet};
+pub use facts::Facts;
 pub use invariant::Invariant;
 pub use leasesim_invariants::Checker;
 pub use retry::class_of;
@@ -123,13 +125,13 @@ macro_rules! any_checker {
                 }
             }
 
-            fn on_event(&mut self, event: &Stamped<Event>, facts: &()) -> Option<Violation> {
+            fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
                 match self {
                     $(AnyChecker::$variant(checker) => checker.on_event(event, facts),)*
                 }
             }
 
-            fn finish(&mut self, end_ms: u64, facts: &()) -> Option<Violation> {
+            fn finish(&mut self, end_ms: u64, facts: &Facts) -> Option<Violation> {
                 match self {
                     $(AnyChecker::$variant(checker) => checker.finish(end_ms, facts),)*
                 }

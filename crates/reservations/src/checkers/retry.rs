@@ -14,7 +14,8 @@
 use leasesim_invariants::{At, Checker, Violation};
 use reservations_worker::RetryPolicy;
 
-use super::track::{Claimed, Desk, Desks, Stamp, is_conflict, is_transient};
+use super::Facts;
+use super::track::{Claimed, Desk, Stamp, is_conflict, is_transient};
 use super::{CheckConfig, Invariant, WORKER_EVENTS};
 use crate::Reservations;
 use crate::events::{Answer, ClassView, EventKind, Failure, OutcomeView, ReasonView, Request};
@@ -60,13 +61,10 @@ fn gives_up(answer: &Answer, attempts: u32, policy: &RetryPolicy) -> bool {
     }
 }
 
-/// Runs `judge` on the event's replica's desk, then feeds the event to it.
-fn on_desk(desks: &mut Desks, event: &Stamp, judge: impl FnOnce(&Desk) -> Found) -> Found {
-    let replica = event.event.replica?;
-    let desk = desks.at(replica);
-    let verdict = judge(desk);
-    desk.observe(event);
-    verdict
+/// Runs `judge` on the event's replica's desk as it was before the event (the run's facts
+/// feed the desk after every checker has judged).
+fn on_desk(facts: &Facts, event: &Stamp, judge: impl FnOnce(&Desk) -> Found) -> Found {
+    judge(facts.desk(event.event.replica?))
 }
 
 fn violation(
@@ -90,9 +88,7 @@ fn who(event: &Stamp) -> String {
 
 /// `conflict-not-retried`: no attempt after a state conflict under the same claim.
 #[derive(Debug, Default)]
-pub struct ConflictNotRetried {
-    desks: Desks,
-}
+pub struct ConflictNotRetried {}
 
 impl Checker<Reservations> for ConflictNotRetried {
     fn invariant(&self) -> Invariant {
@@ -103,8 +99,8 @@ impl Checker<Reservations> for ConflictNotRetried {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
-        on_desk(&mut self.desks, event, |desk| {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
+        on_desk(facts, event, |desk| {
             let held = desk.claimed(attempted(event)?)?;
             let (answer, answered) = held.last_answer.as_ref()?;
             is_conflict(answer).then(|| {
@@ -122,7 +118,7 @@ impl Checker<Reservations> for ConflictNotRetried {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
@@ -131,14 +127,12 @@ impl Checker<Reservations> for ConflictNotRetried {
 /// the policy's backoff.
 #[derive(Debug)]
 pub struct BoundedRetry {
-    desks: Desks,
     policy: RetryPolicy,
 }
 
 impl BoundedRetry {
     pub fn new(config: &CheckConfig) -> BoundedRetry {
         BoundedRetry {
-            desks: Desks::default(),
             policy: config.retry.clone(),
         }
     }
@@ -187,9 +181,9 @@ impl Checker<Reservations> for BoundedRetry {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let policy = &self.policy;
-        on_desk(&mut self.desks, event, |desk| {
+        on_desk(facts, event, |desk| {
             let held = desk.claimed(attempted(event)?)?;
             let why = Self::why(policy, held)?;
             let sentence = format!(
@@ -203,7 +197,7 @@ impl Checker<Reservations> for BoundedRetry {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
@@ -212,14 +206,12 @@ impl Checker<Reservations> for BoundedRetry {
 /// left, unless a stop came.
 #[derive(Debug)]
 pub struct TransientRetried {
-    desks: Desks,
     max_attempts: u32,
 }
 
 impl TransientRetried {
     pub fn new(config: &CheckConfig) -> TransientRetried {
         TransientRetried {
-            desks: Desks::default(),
             max_attempts: config.retry.max_attempts,
         }
     }
@@ -234,9 +226,9 @@ impl Checker<Reservations> for TransientRetried {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let max = self.max_attempts;
-        on_desk(&mut self.desks, event, |desk| {
+        on_desk(facts, event, |desk| {
             let held = desk.claimed(released(event)?)?;
             let (answer, _) = held.last_answer.as_ref()?;
             if !is_transient(answer) || held.attempts >= max || desk.stop.is_some() {
@@ -261,7 +253,7 @@ impl Checker<Reservations> for TransientRetried {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
@@ -269,14 +261,12 @@ impl Checker<Reservations> for TransientRetried {
 /// `dead-letter-record`: every give-up gets a dead letter, and the letter tells the truth.
 #[derive(Debug)]
 pub struct DeadLetterRecord {
-    desks: Desks,
     policy: RetryPolicy,
 }
 
 impl DeadLetterRecord {
     pub fn new(config: &CheckConfig) -> DeadLetterRecord {
         DeadLetterRecord {
-            desks: Desks::default(),
             policy: config.retry.clone(),
         }
     }
@@ -394,14 +384,12 @@ impl Checker<Reservations> for DeadLetterRecord {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let replica = event.event.replica?;
-        let verdict = self.judge(self.desks.get(replica).unwrap_or(&Desk::default()), event);
-        self.desks.at(replica).observe(event);
-        verdict
+        self.judge(facts.desk(replica), event)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }

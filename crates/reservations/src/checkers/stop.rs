@@ -10,26 +10,22 @@
 
 use leasesim_invariants::{At, Checker, PerReplica, Violation};
 
-use super::track::{Desk, Desks, Stamp};
+use super::Facts;
+use super::track::{Desk, Stamp};
 use super::{Invariant, WORKER_EVENTS};
 use crate::Reservations;
 use crate::events::{Answer, EndView, EventKind, Note, OutcomeView, ReportView, Request};
 
 type Found = Option<Violation<Reservations>>;
 
-fn on_desk(desks: &mut Desks, event: &Stamp, judge: impl FnOnce(&Desk) -> Found) -> Found {
-    let replica = event.event.replica?;
-    let desk = desks.at(replica);
-    let verdict = judge(desk);
-    desk.observe(event);
-    verdict
+/// Runs `judge` on the event's replica's desk as it was before the event.
+fn on_desk(facts: &Facts, event: &Stamp, judge: impl FnOnce(&Desk) -> Found) -> Found {
+    judge(facts.desk(event.event.replica?))
 }
 
 /// `stop-quiesces`: no claim and no transition after `stop()`.
 #[derive(Debug, Default)]
-pub struct StopQuiesces {
-    desks: Desks,
-}
+pub struct StopQuiesces {}
 
 impl Checker<Reservations> for StopQuiesces {
     fn invariant(&self) -> Invariant {
@@ -40,8 +36,8 @@ impl Checker<Reservations> for StopQuiesces {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
-        on_desk(&mut self.desks, event, |desk| {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
+        on_desk(facts, event, |desk| {
             let EventKind::Call { request, .. } = event.event.kind else {
                 return None;
             };
@@ -65,16 +61,14 @@ impl Checker<Reservations> for StopQuiesces {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
 
 /// `stop-joins`: `stop()` returns only once the replica settled.
 #[derive(Debug, Default)]
-pub struct StopJoins {
-    desks: Desks,
-}
+pub struct StopJoins {}
 
 fn unsettled(desk: &Desk) -> Option<(String, Option<&Stamp>)> {
     if let Some((_, request, sent)) = desk.calls.first() {
@@ -109,8 +103,8 @@ impl Checker<Reservations> for StopJoins {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
-        on_desk(&mut self.desks, event, |desk| {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
+        on_desk(facts, event, |desk| {
             if event.event.kind != EventKind::StopResolved {
                 return None;
             }
@@ -131,7 +125,7 @@ impl Checker<Reservations> for StopJoins {
         })
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
@@ -205,7 +199,6 @@ impl Counts {
 /// `run-report`: the report a run returns matches its calls and answers.
 #[derive(Debug, Default)]
 pub struct RunReport {
-    desks: Desks,
     counts: PerReplica<Counts>,
 }
 
@@ -246,9 +239,9 @@ impl Checker<Reservations> for RunReport {
         kind.bit() & WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let replica = event.event.replica?;
-        let desk = self.desks.at(replica);
+        let desk = facts.desk(replica);
         let counts = self.counts.at(replica);
         let verdict = match event.event.kind {
             EventKind::Note(Note::RunStarted { .. }) => {
@@ -267,16 +260,14 @@ impl Checker<Reservations> for RunReport {
             }
             EventKind::Note(Note::RunEnded { report, .. }) => {
                 let counts = *counts;
-                let desk = self.desks.get(replica).expect("created above");
                 self.judge(desk, counts, event, &report)
             }
             _ => None,
         };
-        self.desks.at(replica).observe(event);
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }

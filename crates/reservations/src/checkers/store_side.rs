@@ -11,8 +11,9 @@
 use leasesim_events::mask;
 use leasesim_invariants::{At, CallBook, Checker, Violation};
 
+use super::Facts;
 use super::Invariant;
-use super::track::{Desks, Ledger, Stamp, store_ms};
+use super::track::{Ledger, Stamp, store_ms};
 use crate::Reservations;
 use crate::events::{Applied, ClockMs, EventKind, Note, Request, StatusView, notes};
 
@@ -59,7 +60,7 @@ impl Checker<Reservations> for ConsumedNeverExpired {
         store_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
         let verdict = transition(&event.event.kind).and_then(|(id, op)| {
             let hold = self.ledger.get(id)?;
             let consumed = hold.changed.as_ref()?;
@@ -78,7 +79,7 @@ impl Checker<Reservations> for ConsumedNeverExpired {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
@@ -140,7 +141,7 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
         store_events(kind) || kind.bit() & mask::CALL != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
         let verdict = match event.event.kind {
             EventKind::Call {
                 call,
@@ -162,7 +163,7 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
@@ -206,7 +207,7 @@ impl Checker<Reservations> for SingleTransition {
         store_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
         let verdict = match event.event.kind {
             EventKind::Note(Note::Consumed { id, .. }) => {
                 self.judge(event, id, StatusView::Consumed, "an agent consumed it")
@@ -220,7 +221,7 @@ impl Checker<Reservations> for SingleTransition {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
@@ -267,7 +268,7 @@ impl Checker<Reservations> for ExclusiveClaim {
         store_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
         let verdict = match event.event.kind {
             EventKind::Applied {
                 applied: Applied::Claimed { ids, token, .. },
@@ -286,7 +287,7 @@ impl Checker<Reservations> for ExclusiveClaim {
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }
@@ -302,7 +303,6 @@ struct SentFor {
 #[derive(Debug, Default)]
 pub struct ReleaseOwnClaim {
     ledger: Ledger,
-    desks: Desks,
     releases: CallBook<SentFor>,
 }
 
@@ -350,13 +350,13 @@ impl Checker<Reservations> for ReleaseOwnClaim {
         store_events(kind) || kind.bit() & super::WORKER_EVENTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &()) -> Found {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let verdict = match event.event.kind {
             EventKind::Call { call, request } => {
                 if let (Request::Release { id, .. } | Request::ReleaseAny { id }, Some(replica)) =
                     (request, event.event.replica)
                 {
-                    let claim_call = self.desks.at(replica).claimed(id).map(|c| c.claim_call);
+                    let claim_call = facts.desk(replica).claimed(id).map(|c| c.claim_call);
                     let sent = SentFor {
                         claim_call,
                         call: event.clone(),
@@ -382,13 +382,10 @@ impl Checker<Reservations> for ReleaseOwnClaim {
             _ => None,
         };
         self.ledger.observe(event);
-        if let Some(replica) = event.event.replica {
-            self.desks.at(replica).observe(event);
-        }
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Found {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
         None
     }
 }

@@ -6,9 +6,9 @@
 //! - *correct run*: a small run every checker must accept: holds placed, claimed, expired,
 //!   conflicted, retried, dead-lettered, released, stopped.
 
-use leasesim_invariants::Checker;
+use leasesim_invariants::{Checker, Facts as _};
 
-use super::{AnyChecker, CheckConfig, Invariant, Violation};
+use super::{AnyChecker, CheckConfig, Facts, Invariant, Violation};
 use crate::events::{
     Answer, Applied, ClassView, EPOCH_MS, Event, EventKind, Failure, IdList, LetterView, Note,
     OutcomeView, Phase, ReasonView, ReplicaId, ReportView, Request, Stamped, StatusView,
@@ -310,15 +310,21 @@ pub fn config() -> CheckConfig {
 pub fn run(invariant: Invariant, script: &Script) -> Option<Violation> {
     let mut checker = AnyChecker::new(invariant, &config());
     assert_eq!(checker.invariant(), invariant);
+    // The checker alone, with facts of its own, fed as a set feeds them.
+    let mut facts = Facts::default();
     for event in &script.events {
-        if checker.wants(&event.event.kind)
-            && let Some(violation) = checker.on_event(event, &())
-        {
-            return Some(violation);
+        facts.enter(event);
+        let verdict = match checker.wants(&event.event.kind) {
+            true => checker.on_event(event, &facts),
+            false => None,
+        };
+        facts.leave(event);
+        if verdict.is_some() {
+            return verdict;
         }
     }
     let end_ms = script.events.last().map_or(0, |e| e.at_ms);
-    checker.finish(end_ms, &())
+    checker.finish(end_ms, &facts)
 }
 
 pub fn assert_holds(invariant: Invariant, script: &Script) {
