@@ -17,7 +17,8 @@
 //!
 //! One module per system: [`retention`] (the lease authority and the record store) and
 //! [`holder_lock`] (the volatile key-value store with lifetimes) and [`reservations`] (holds,
-//! claims and the guarded transition). A later system adds its own module with its store
+//! claims and the guarded transition) and [`work_items`] (claimed items with a store-wide
+//! fencing token and fenced writes). A later system adds its own module with its store
 //! port's operations.
 
 use std::fmt;
@@ -26,6 +27,7 @@ use std::time::Duration;
 pub mod holder_lock;
 pub mod reservations;
 pub mod retention;
+pub mod work_items;
 
 pub use proptest;
 

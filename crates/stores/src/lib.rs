@@ -27,6 +27,7 @@
 //! | [`reservations`] | the reservations store port (seed 002), its setup and state, and the model behind it |
 //! | [`holder_lock`] | the holder-lock claim store port, its setup and state, and the model behind it |
 //! | `redis` | Redis through the `redis` crate: the holder-lock claim (feature `redis`) |
+//! | [`work_items`] | the work-items item store port (seed 001), its setup and state, and the model behind it |
 //!
 //! ## Adding a system's adapters
 //!
@@ -49,6 +50,7 @@ pub mod reservations;
 pub mod retention;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod work_items;
 
 #[cfg(feature = "postgres")]
 pub mod postgres;

@@ -131,10 +131,14 @@ impl ItemStore {
         }
     }
 
-    /// The first claimable item after `after`, wrapping round.
+    /// The first claimable item after `after`, wrapping round (past the last item, the scan
+    /// starts again from the first).
     pub fn find(&self, after: Option<u32>, now_ms: u64) -> Option<u32> {
         let count = self.len();
-        let start = after.map_or(0, |a| a.saturating_add(1));
+        let start = match after {
+            Some(after) if after.saturating_add(1) < count => after + 1,
+            _ => 0,
+        };
         (0..count)
             .map(|offset| (start + offset) % count)
             .find(|&item| self.claimable(item, now_ms))
@@ -356,6 +360,12 @@ mod tests {
         );
         assert_eq!(store.find(None, 5_000), Some(1));
         assert_eq!(store.find(Some(1), 5_000), Some(1), "the scan wraps round");
+        let store = ItemStore::new(&[1, 1, 1, 1], true);
+        assert_eq!(
+            store.find(Some(4), 0),
+            Some(0),
+            "after the last item the scan starts from the first"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 pub mod reservations;
 pub mod retention;
+pub mod work_items;
 
 use postgres::{Client, NoTls, Statement};
 

@@ -18,6 +18,7 @@
 
 pub mod reservations;
 pub mod retention;
+pub mod work_items;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
