@@ -6,7 +6,7 @@ use leasesim_events::{Flow, Phase, ReplicaId, Stamped};
 use leasesim_invariants::{Checker, Facts as _, Violation};
 use leasesim_reservations::Reservations;
 use leasesim_reservations::checkers::{
-    AnyChecker, CheckConfig, Coverage, Facts, Invariant, all_checkers, track::Desk,
+    AnyChecker, CheckConfig, Coverage, Facts, Invariant, all_checkers, track::Desk, track::Ledger,
 };
 use leasesim_reservations::events::{
     Answer, Applied, ClassView, EndView, Event, EventKind, Failure, IdList, LetterView, Note, Op,
@@ -292,17 +292,28 @@ fn a_set_reports_the_first_violation_among_its_checkers() {
     }
 }
 
-/// The run's shared desks (one per replica, fed once per event after the checkers) are, at
-/// every event, the desk a checker used to build for itself: a fresh desk fed every earlier
-/// event of that replica, rebuilt from scratch here for each event (quadratic, no state
-/// carried over).
+/// The run's shared desks (one per replica, fed once per event after the checkers) and its
+/// two views of the ledger are, at every event, what a checker used to build for itself: a
+/// fresh desk fed every earlier event of that replica, a fresh ledger fed every earlier event
+/// (before view) or every event up to this one (after view), rebuilt from scratch here for
+/// each event (quadratic, no state carried over).
 #[test]
-fn the_shared_desks_are_the_desks_each_checker_built_for_itself() {
+fn the_shared_desks_and_ledgers_are_what_each_checker_built_for_itself() {
+    let rebuilt = |events: &[Stamped<Event>]| {
+        let mut ledger = Ledger::default();
+        events.iter().for_each(|event| ledger.observe(event));
+        format!("{ledger:?}")
+    };
     for seed in 0..40 {
         let events = stream(seed, 200);
         let mut facts = Facts::default();
         for (index, event) in events.iter().enumerate() {
             facts.enter(event);
+            assert_eq!(format!("{:?}", facts.ledger()), rebuilt(&events[..index]));
+            assert_eq!(
+                format!("{:?}", facts.ledger_after()),
+                rebuilt(&events[..=index])
+            );
             if let Some(replica) = event.event.replica {
                 let mut fresh = Desk::default();
                 events[..index]

@@ -7,11 +7,16 @@
 //!   desk reader judges first and observes after ("judge, then observe"), so this is the only
 //!   view they need; the set feeds the desks after all checkers have read the event.
 //!
-//! Eleven checkers used to keep their own copy of every desk.
+//! - *ledger*: the store side, per reservation ([`Ledger`]), from the agents' notes and what
+//!   the store applied. The store-side checkers judge against the ledger before the event
+//!   (`ledger`); `liveness` also follows holds after it (`ledger_after`), so both views are
+//!   kept: the after view is fed as an event enters, the before view as it leaves.
+//!
+//! Eleven checkers used to keep their own copy of every desk, six their own ledger.
 
 use leasesim_invariants::PerReplica;
 
-use super::track::{Desk, Stamp};
+use super::track::{Desk, Ledger, Stamp};
 use crate::Reservations;
 use crate::events::ReplicaId;
 
@@ -19,9 +24,23 @@ use crate::events::ReplicaId;
 #[derive(Debug, Default)]
 pub struct Facts {
     desks: PerReplica<Desk>,
+    /// The ledger before the event being judged.
+    before: Ledger,
+    /// The ledger including the event being judged.
+    after: Ledger,
 }
 
 impl Facts {
+    /// The store side before the event being judged.
+    pub fn ledger(&self) -> &Ledger {
+        &self.before
+    }
+
+    /// The store side including the event being judged.
+    pub fn ledger_after(&self) -> &Ledger {
+        &self.after
+    }
+
     /// `replica`'s desk before the event being judged (an empty desk for a replica no event
     /// has named yet).
     pub fn desk(&self, replica: ReplicaId) -> &Desk {
@@ -34,6 +53,7 @@ impl Facts {
 
 impl leasesim_invariants::Facts<Reservations> for Facts {
     fn enter(&mut self, event: &Stamp) {
+        self.after.observe(event);
         if let Some(replica) = event.event.replica {
             self.desks.at(replica);
             debug_assert!(self.desks.get(replica).is_some());
@@ -41,8 +61,11 @@ impl leasesim_invariants::Facts<Reservations> for Facts {
     }
 
     fn leave(&mut self, event: &Stamp) {
+        self.before.observe(event);
         if let Some(replica) = event.event.replica {
             self.desks.at(replica).observe(event);
         }
+        // invariant: between events the two views of the ledger agree.
+        debug_assert_eq!(self.before.len(), self.after.len());
     }
 }

@@ -37,7 +37,6 @@ struct Process {
 #[derive(Debug)]
 pub struct Liveness {
     bound_ms: u64,
-    ledger: Ledger,
     /// Waiting-or-not-yet-due reservations: `(deadline on the store clock, id)`.
     held: BTreeSet<(u64, u32)>,
     /// By id: the deadline under which it sits in `held`.
@@ -51,7 +50,6 @@ impl Liveness {
     pub fn new(config: &CheckConfig) -> Liveness {
         Liveness {
             bound_ms: config.due_bound_ms,
-            ledger: Ledger::default(),
             held: BTreeSet::new(),
             keys: Vec::new(),
             healed: None,
@@ -69,7 +67,7 @@ impl Liveness {
 
     /// The first waiting reservation overdue at `now_ms`, reported at `event` (at the end of
     /// the run: at the last event about it).
-    fn overdue(&self, event: Option<&Stamp>, now_ms: u64) -> Found {
+    fn overdue(&self, ledger: &Ledger, event: Option<&Stamp>, now_ms: u64) -> Found {
         if self.shutdown {
             return None;
         }
@@ -78,7 +76,7 @@ impl Liveness {
         if now_ms <= due_by_ms {
             return None;
         }
-        let hold = self.ledger.get(id)?;
+        let hold = ledger.get(id)?;
         let healed = self.healed.as_ref()?;
         let sentence = format!(
             "h{id}, due at {}, was still held at {}, more than {}ms after {}{}",
@@ -89,7 +87,7 @@ impl Liveness {
                 true => "its deadline".to_string(),
                 false => format!("faults healed at {}", At(healed.at_ms)),
             },
-            self.blocking(id)
+            self.blocking(ledger, id)
         );
         let claim = hold.claim.as_ref().map(|c| &c.event);
         let event = event.or(claim).unwrap_or(&hold.placed);
@@ -98,8 +96,8 @@ impl Liveness {
     }
 
     /// How the claim the ledger last saw on `id` stands.
-    fn blocking(&self, id: u32) -> String {
-        let Some(claim) = self.ledger.get(id).and_then(|hold| hold.claim.as_ref()) else {
+    fn blocking(&self, ledger: &Ledger, id: u32) -> String {
+        let Some(claim) = ledger.get(id).and_then(|hold| hold.claim.as_ref()) else {
             return "; no claim was on it".to_string();
         };
         let gone = self
@@ -159,7 +157,7 @@ impl Liveness {
     }
 
     /// Keeps `held` in step with the ledger after `event`.
-    fn follow_holds(&mut self, event: &Stamp) {
+    fn follow_holds(&mut self, ledger: &Ledger, event: &Stamp) {
         let id = match event.event.kind {
             EventKind::Note(Note::Placed { id, .. } | Note::Consumed { id, .. }) => id,
             EventKind::Applied {
@@ -177,7 +175,7 @@ impl Liveness {
         if let Some(deadline_ms) = self.keys[id as usize].take() {
             self.held.remove(&(deadline_ms, id));
         }
-        let Some(hold) = self.ledger.get(id) else {
+        let Some(hold) = ledger.get(id) else {
             return;
         };
         if hold.status == StatusView::Held && !hold.parked {
@@ -192,8 +190,8 @@ impl Checker<Reservations> for Liveness {
         Invariant::Liveness
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
-        let verdict = self.overdue(Some(event), event.at_ms);
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
+        let verdict = self.overdue(facts.ledger(), Some(event), event.at_ms);
         match event.event.kind {
             EventKind::Phase(Phase::Liveness) => self.healed = Some(event.clone()),
             EventKind::Phase(Phase::Shutdown) => self.shutdown = true,
@@ -207,15 +205,14 @@ impl Checker<Reservations> for Liveness {
         if let Some(replica) = event.event.replica {
             self.follow_process(replica, event);
         }
-        self.ledger.observe(event);
-        self.follow_holds(event);
+        self.follow_holds(facts.ledger_after(), event);
         // invariant: the deadline index holds each reservation at most once.
         debug_assert_eq!(self.held.len(), self.keys.iter().flatten().count());
         verdict
     }
 
-    fn finish(&mut self, end_ms: u64, _facts: &Facts) -> Found {
-        self.overdue(None, end_ms)
+    fn finish(&mut self, end_ms: u64, facts: &Facts) -> Found {
+        self.overdue(facts.ledger(), None, end_ms)
             .or_else(|| self.unresolved_stop(None, end_ms))
     }
 }

@@ -47,9 +47,7 @@ fn who(event: &Stamp) -> String {
 
 /// `consumed-never-expired`: no transition is applied to a consumed reservation.
 #[derive(Debug, Default)]
-pub struct ConsumedNeverExpired {
-    ledger: Ledger,
-}
+pub struct ConsumedNeverExpired {}
 
 impl Checker<Reservations> for ConsumedNeverExpired {
     fn invariant(&self) -> Invariant {
@@ -60,9 +58,9 @@ impl Checker<Reservations> for ConsumedNeverExpired {
         store_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let verdict = transition(&event.event.kind).and_then(|(id, op)| {
-            let hold = self.ledger.get(id)?;
+            let hold = facts.ledger().get(id)?;
             let consumed = hold.changed.as_ref()?;
             (hold.status == StatusView::Consumed).then(|| {
                 let sentence = format!(
@@ -75,7 +73,6 @@ impl Checker<Reservations> for ConsumedNeverExpired {
                 Violation::new(Invariant::ConsumedNeverExpired, event, context, sentence)
             })
         });
-        self.ledger.observe(event);
         verdict
     }
 
@@ -88,14 +85,13 @@ impl Checker<Reservations> for ConsumedNeverExpired {
 /// on the store's clock.
 #[derive(Debug, Default)]
 pub struct ExpiredOnlyWhenDue {
-    ledger: Ledger,
     /// The `now` each transition in flight passed (`None`: the store's clock).
     nows: CallBook<Option<u64>>,
 }
 
 impl ExpiredOnlyWhenDue {
-    fn judge(&self, event: &Stamp, id: u32, op: &str, now: Option<u64>) -> Found {
-        let hold = self.ledger.get(id)?;
+    fn judge(&self, ledger: &Ledger, event: &Stamp, id: u32, op: &str, now: Option<u64>) -> Found {
+        let hold = ledger.get(id)?;
         let at_ms = store_ms(event);
         let why = match hold.status {
             StatusView::Held if hold.hold_until_ms <= at_ms => return None,
@@ -141,7 +137,7 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
         store_events(kind) || kind.bit() & mask::CALL != 0
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let verdict = match event.event.kind {
             EventKind::Call {
                 call,
@@ -155,11 +151,11 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
                     .nows
                     .take(call, event.event.replica)
                     .and_then(|(_, now)| now);
-                transition(&event.event.kind).and_then(|(id, op)| self.judge(event, id, op, now))
+                transition(&event.event.kind)
+                    .and_then(|(id, op)| self.judge(facts.ledger(), event, id, op, now))
             }
             _ => None,
         };
-        self.ledger.observe(event);
         verdict
     }
 
@@ -170,13 +166,11 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
 
 /// `single-transition`: a reservation leaves held once, and never moves again.
 #[derive(Debug, Default)]
-pub struct SingleTransition {
-    ledger: Ledger,
-}
+pub struct SingleTransition {}
 
 impl SingleTransition {
-    fn judge(&self, event: &Stamp, id: u32, to: StatusView, by: &str) -> Found {
-        let hold = self.ledger.get(id)?;
+    fn judge(&self, ledger: &Ledger, event: &Stamp, id: u32, to: StatusView, by: &str) -> Found {
+        let hold = ledger.get(id)?;
         if hold.status == StatusView::Held || hold.status == to {
             return None;
         }
@@ -207,17 +201,20 @@ impl Checker<Reservations> for SingleTransition {
         store_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let verdict = match event.event.kind {
-            EventKind::Note(Note::Consumed { id, .. }) => {
-                self.judge(event, id, StatusView::Consumed, "an agent consumed it")
-            }
+            EventKind::Note(Note::Consumed { id, .. }) => self.judge(
+                facts.ledger(),
+                event,
+                id,
+                StatusView::Consumed,
+                "an agent consumed it",
+            ),
             kind => transition(&kind).and_then(|(id, op)| {
                 let by = format!("{}'s {op}", who(event));
-                self.judge(event, id, StatusView::Expired, &by)
+                self.judge(facts.ledger(), event, id, StatusView::Expired, &by)
             }),
         };
-        self.ledger.observe(event);
         verdict
     }
 
@@ -228,13 +225,11 @@ impl Checker<Reservations> for SingleTransition {
 
 /// `exclusive-claim`: no claim is set while another claim on the reservation is live.
 #[derive(Debug, Default)]
-pub struct ExclusiveClaim {
-    ledger: Ledger,
-}
+pub struct ExclusiveClaim {}
 
 impl ExclusiveClaim {
-    fn judge(&self, event: &Stamp, id: u32, token: u64) -> Found {
-        let hold = self.ledger.get(id)?;
+    fn judge(&self, ledger: &Ledger, event: &Stamp, id: u32, token: u64) -> Found {
+        let hold = ledger.get(id)?;
         let live = hold.live_claim(store_ms(event))?;
         if live.token == token {
             return None;
@@ -268,7 +263,7 @@ impl Checker<Reservations> for ExclusiveClaim {
         store_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamp, _facts: &Facts) -> Found {
+    fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let verdict = match event.event.kind {
             EventKind::Applied {
                 applied: Applied::Claimed { ids, token, .. },
@@ -276,14 +271,13 @@ impl Checker<Reservations> for ExclusiveClaim {
             } => ids
                 .as_slice()
                 .iter()
-                .find_map(|&id| self.judge(event, id, token)),
+                .find_map(|&id| self.judge(facts.ledger(), event, id, token)),
             EventKind::Applied {
                 applied: Applied::ClaimWritten { id, token, .. },
                 ..
-            } => self.judge(event, id, token),
+            } => self.judge(facts.ledger(), event, id, token),
             _ => None,
         };
-        self.ledger.observe(event);
         verdict
     }
 
@@ -302,14 +296,13 @@ struct SentFor {
 /// `release-own-claim`: a release frees only the claim it was sent for.
 #[derive(Debug, Default)]
 pub struct ReleaseOwnClaim {
-    ledger: Ledger,
     releases: CallBook<SentFor>,
 }
 
 impl ReleaseOwnClaim {
-    fn judge(&mut self, event: &Stamp, call: u64, id: u32) -> Found {
+    fn judge(&mut self, ledger: &Ledger, event: &Stamp, call: u64, id: u32) -> Found {
         let (replica, sent) = self.releases.take(call, event.event.replica)?;
-        let hold = self.ledger.get(id)?;
+        let hold = ledger.get(id)?;
         let freed = hold.claim.as_ref()?;
         if sent.claim_call == Some(freed.call) {
             return None;
@@ -374,14 +367,13 @@ impl Checker<Reservations> for ReleaseOwnClaim {
                     | Applied::ReleasedAny {
                         id, freed: Some(_), ..
                     },
-            } => self.judge(event, call, id),
+            } => self.judge(facts.ledger(), event, call, id),
             EventKind::Applied { call, .. } | EventKind::Rejected { call, .. } => {
                 self.releases.take(call, event.event.replica);
                 None
             }
             _ => None,
         };
-        self.ledger.observe(event);
         verdict
     }
 

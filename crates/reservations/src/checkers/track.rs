@@ -70,6 +70,16 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// How many reservation ids the ledger has room for (placed or claimed so far).
+    pub fn len(&self) -> usize {
+        self.holds.len()
+    }
+
+    /// Has the ledger seen no reservation yet?
+    pub fn is_empty(&self) -> bool {
+        self.holds.is_empty()
+    }
+
     pub fn get(&self, id: u32) -> Option<&HoldSeen> {
         self.holds.get(id as usize)?.as_ref()
     }
