@@ -2,8 +2,10 @@
 //!
 //! Terminology:
 //! - *checker*: reads the events of one run in order, one at a time, and reports an event that
-//!   breaks its invariant as a [`Violation`]. Every checker keeps its own state and derives
-//!   everything from the events; none trusts another. A system implements [`Checker`] for
+//!   breaks its invariant as a [`Violation`]. Every checker derives everything from the
+//!   events and trusts no other checker's verdict; what many of them would derive alike (a
+//!   replica's term, its calls in flight) may be kept once per run as the system's
+//!   [`Facts`], derived from the events alone and tested on their own. A system implements [`Checker`] for
 //!   each of its invariants (usually behind one enum, for static dispatch).
 //! - *invariant*: a named property of a system ([`InvariantName`]); *situation*: a named
 //!   "sometimes" moment a campaign must reach at least once ([`SituationName`]).

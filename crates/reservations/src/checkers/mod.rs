@@ -2,9 +2,10 @@
 //!
 //! Terminology:
 //! - *checker*: reads the events of one run in order and reports the event that breaks its
-//!   invariant as a [`Violation`]. Every checker keeps its own state ([`track`]: a ledger of
-//!   the store side, a desk per replica of the worker side) and derives everything from the
-//!   events; none trusts another, nor the store's answers.
+//!   invariant as a [`Violation`]. Every checker derives everything from the events: the
+//!   ledger of the store side and a desk per replica of the worker side ([`track`]) are kept
+//!   once per run in the shared [`Facts`], the rest by each checker; none trusts another's
+//!   verdict, nor the store's answers.
 //! - *store side*: what the store applied (`consumed-never-expired`, `expired-only-when-due`,
 //!   `single-transition`, `exclusive-claim`, `release-own-claim`): these hold whatever a
 //!   worker does only if the store's guards hold; the primitives a defective worker uses

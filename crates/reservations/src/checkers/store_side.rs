@@ -3,8 +3,8 @@
 //!
 //! Terminology:
 //! - *transition applied*: `Applied::Expired` (the guarded one) or `Applied::ExpiredById` (the
-//!   primitive); each checker judges it against its own ledger, built from the agents' notes
-//!   and the applies, never from the store's verdicts.
+//!   primitive); each checker judges it against the run's ledger (the shared facts' before
+//!   view), built from the agents' notes and the applies, never from the store's verdicts.
 //! - *the claim a release was sent for*: the claim (by its call) under which the releasing
 //!   replica had been answered the reservation when it sent the release.
 

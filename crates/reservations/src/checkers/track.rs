@@ -1,5 +1,7 @@
-//! What the checkers follow. Every checker owns its own instances and feeds them itself, so no
-//! checker trusts another's bookkeeping, and none trusts the store's answers.
+//! What the checkers follow. The desks and the ledger are kept once per run in the shared
+//! facts (`super::Facts`, tested against desks and ledgers rebuilt from scratch); what else a
+//! checker follows it keeps itself. No checker trusts another's verdict, and none trusts the
+//! store's answers.
 //!
 //! Terminology:
 //! - *ledger*: the store side, per reservation: its deadline and status (from the agents'

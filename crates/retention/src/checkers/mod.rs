@@ -2,8 +2,9 @@
 //!
 //! Terminology:
 //! - *checker*: reads the events of one run in order and reports an event that breaks its
-//!   invariant as a [`Violation`]. Every checker keeps its own state and derives everything
-//!   from the events; none trusts another.
+//!   invariant as a [`Violation`]. Every checker derives everything from the events and
+//!   trusts no other checker's verdict; each replica's term flow, which fifteen of them read,
+//!   is kept once per run in the shared [`Facts`] (tested against a naive reference).
 //! - *term*: the span of one replica between `TermStarted` and `TermEnded` (one `run()`).
 //! - *in flight*: a call that was sent (`Call`) and not yet answered (`Answered`).
 //! - *received lease*: an `Answered` acquire or renew carrying `Lease(Some(..))`, for a call
