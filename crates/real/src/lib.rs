@@ -30,6 +30,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use std::cell::{Cell, RefCell};
 
+#[cfg(feature = "redis")]
+pub mod holder_lock;
 pub mod record;
 pub mod reservations;
 pub mod retention;
