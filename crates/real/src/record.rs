@@ -27,6 +27,9 @@ use retention_worker::Notify;
 
 use crate::RunClock;
 
+/// The line's queue, as the pump reads it: each ticket with the events it recorded.
+pub type Queue<V> = UnboundedReceiver<(u64, Vec<Event<V>>)>;
+
 /// Counts one event into a run's statistics.
 pub type Count<V, S> = fn(&EventKind<V>, &mut S);
 
@@ -140,7 +143,7 @@ impl<V: Judged, C: Checker<V>, K: Coverage<V>, S: Default> Recorder<V, C, K, S> 
     }
 
     /// Records the line's queue in order, for the whole run.
-    pub async fn pump(&self, mut queue: UnboundedReceiver<(u64, Vec<Event<V>>)>) {
+    pub async fn pump(&self, mut queue: Queue<V>) {
         while let Some((ticket, events)) = queue.next().await {
             // invariant: tickets arrive in the order the line handed them out.
             debug_assert_eq!(ticket, self.recorded_ticket.get() + 1);
@@ -185,7 +188,7 @@ where
     Event<V>: Send,
 {
     /// A line, and the queue its pump reads.
-    pub fn new(clock: RunClock) -> (Line<V>, UnboundedReceiver<(u64, Vec<Event<V>>)>) {
+    pub fn new(clock: RunClock) -> (Line<V>, Queue<V>) {
         let (queue, pumped) = unbounded();
         let state = LineState {
             last_ticket: 0,

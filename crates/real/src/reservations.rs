@@ -872,12 +872,13 @@ fn recorder(config: &RealConfig, clock: RunClock) -> Rec {
     Recorder::new(clock, checkers, Coverage::new(), config.keep_events, count)
 }
 
+/// Whatever must live as long as the run's connections (a PostgreSQL store drops its schema
+/// when dropped).
+type Guard = Option<Box<dyn std::any::Any>>;
+
 /// A fresh, empty store at `target` (the guard keeps a PostgreSQL schema until dropped), and
 /// `count` connections to it.
-fn connect(
-    target: &StoreTarget,
-    count: usize,
-) -> Result<(Vec<Connection>, Option<Box<dyn std::any::Any>>), AdapterError> {
+fn connect(target: &StoreTarget, count: usize) -> Result<(Vec<Connection>, Guard), AdapterError> {
     let setup = ReservationSetup::default();
     match target {
         StoreTarget::Sqlite { path } => {
@@ -906,7 +907,7 @@ fn postgres_connections(
     url: &str,
     schema: &str,
     count: usize,
-) -> Result<(Vec<Connection>, Option<Box<dyn std::any::Any>>), AdapterError> {
+) -> Result<(Vec<Connection>, Guard), AdapterError> {
     use leasesim_stores::postgres::reservations::PgReservationStore;
     use leasesim_stores::reservations::ReservationStore;
     let mut store = PgReservationStore::connect(url, schema)?;
@@ -923,7 +924,7 @@ fn postgres_connections(
     _url: &str,
     _schema: &str,
     _count: usize,
-) -> Result<(Vec<Connection>, Option<Box<dyn std::any::Any>>), AdapterError> {
+) -> Result<(Vec<Connection>, Guard), AdapterError> {
     Err(AdapterError::Refused(
         "this build has no PostgreSQL client: build with `--features postgres`".into(),
     ))
