@@ -7,6 +7,7 @@ fn leasesim(args: &[&str]) -> Output {
         .arg("real")
         .args(args)
         .env_remove("LEASESIM_PG_URL")
+        .env_remove("LEASESIM_REDIS_URL")
         .output()
         .expect("the binary runs")
 }
@@ -61,10 +62,22 @@ fn the_correct_worker_passes_a_real_run_and_exits_0() {
 
 #[test]
 fn bad_input_is_refused_with_exit_2_before_any_run() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["--store", "redis"],
-            "Redis holds the holder-lock system's claims",
+            "the retention system's real stores are: sqlite, postgres",
+        ),
+        (
+            &["--system", "reservations", "--store", "redis"],
+            "the reservations system's real stores are: sqlite, postgres",
+        ),
+        (
+            &["--system", "holder-lock", "--store", "sqlite"],
+            "the holder-lock system's real stores are: redis",
+        ),
+        (
+            &["--system", "reservations", "--worker", "plain-delete"],
+            "unknown worker `plain-delete`",
         ),
         (&["--worker", "nope"], "unknown worker `nope`"),
         (&["--system", "nope"], "unknown system `nope`"),
@@ -90,4 +103,34 @@ fn bad_input_is_refused_with_exit_2_before_any_run() {
         false => "this binary has no PostgreSQL client",
     };
     assert!(err.contains(expected), "{err}");
+    let output = leasesim(&["--system", "holder-lock"]);
+    let (_, err) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    let expected = match cfg!(feature = "redis") {
+        true => "no server: give --redis-url or set LEASESIM_REDIS_URL",
+        false => "this binary has no Redis client",
+    };
+    assert!(err.contains(expected), "{err}");
+}
+
+#[test]
+fn a_reservations_real_run_on_sqlite_prints_a_verdict_and_coverage() {
+    let output = leasesim(&[
+        "--system",
+        "reservations",
+        "--duration",
+        "1s",
+        "--liveness",
+        "1s",
+        "--seed",
+        "1",
+    ]);
+    let (out, err) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("system:   reservations"), "{out}");
+    assert!(
+        out.contains("verdict:  pass: every invariant held"),
+        "{out}"
+    );
+    assert!(out.contains("coverage: reached "), "{out}");
 }

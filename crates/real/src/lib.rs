@@ -23,12 +23,17 @@
 //! - *fault draws*: pauses, stops, latencies and schedule jitter come from one seeded stream
 //!   ([`Draws`]); the timing of a real run is not reproducible, its fault plan is.
 //!
-//! One module per system: [`retention`]. A later system adds its module beside it.
+//! One module per system: [`retention`], [`reservations`], `holder_lock` (feature `redis`);
+//! [`record`] holds what they share (the recorder and the serial line of store calls).
 
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use std::cell::{Cell, RefCell};
 
+#[cfg(feature = "redis")]
+pub mod holder_lock;
+pub mod record;
+pub mod reservations;
 pub mod retention;
 mod run_clock;
 

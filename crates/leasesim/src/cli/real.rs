@@ -3,8 +3,9 @@
 //!
 //! Terminology:
 //! - *store kind*: `sqlite` (a file; no server), `postgres` (a server: `--pg-url` or
-//!   `LEASESIM_PG_URL`; the binary needs the feature `postgres`), `redis` (the holder-lock
-//!   system's claim: its adapter and conformance landed, a real run of that system not yet).
+//!   `LEASESIM_PG_URL`; the binary needs the feature `postgres`), `redis` (a server:
+//!   `--redis-url` or `LEASESIM_REDIS_URL`; the feature `redis`). Each system has its stores
+//!   ([`STORES`]): retention and reservations on SQL, the holder-lock claim on Redis.
 //! - *runs*: `--runs N` repeats the run with seeds `S..S+N` and counts verdicts, to say how
 //!   often a defective worker's bug shows in real time.
 //!
@@ -15,14 +16,19 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use leasesim::catalog;
 use leasesim::error::{UsageError, parse_duration_ms, parse_seed};
+use leasesim_invariants::{SituationName, SituationSet};
 use leasesim_real::retention::{
     self, RealConfig, RealError, RealReport, RealSettings, StoreTarget,
 };
 use leasesim_retention::Retention;
 use leasesim_retention::checkers::Situation;
 
-/// The systems that have a real-run module.
-const REAL_SYSTEMS: &[&str] = &["retention"];
+/// The systems that have a real-run module, and the stores each one runs on.
+const STORES: &[(&str, &[StoreKind])] = &[
+    ("retention", &[StoreKind::Sqlite, StoreKind::Postgres]),
+    ("reservations", &[StoreKind::Sqlite, StoreKind::Postgres]),
+    ("holder-lock", &[StoreKind::Redis]),
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StoreKind {
@@ -36,9 +42,10 @@ pub struct RealArgs {
     /// The system whose worker runs.
     #[arg(long, default_value = "retention")]
     system: String,
-    /// The store the replicas share.
-    #[arg(long, value_enum, default_value = "sqlite")]
-    store: StoreKind,
+    /// The store the replicas share (default: the system's first: sqlite, or redis for
+    /// holder-lock).
+    #[arg(long, value_enum)]
+    store: Option<StoreKind>,
     /// The worker: `correct` or a defective worker of the system.
     #[arg(long, default_value = "correct")]
     worker: String,
@@ -63,6 +70,9 @@ pub struct RealArgs {
     /// The PostgreSQL server (default: $LEASESIM_PG_URL).
     #[arg(long)]
     pg_url: Option<String>,
+    /// The Redis server (default: $LEASESIM_REDIS_URL).
+    #[arg(long)]
+    redis_url: Option<String>,
     /// Print every event of the (last) run.
     #[arg(long)]
     trace: bool,
@@ -71,17 +81,7 @@ pub struct RealArgs {
 /// Runs `leasesim real`; the exit code.
 pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
     catalog::check_system(&args.system)?;
-    if !REAL_SYSTEMS.contains(&args.system.as_str()) {
-        return Err(UsageError::BadValue {
-            flag: "--system",
-            given: args.system.clone(),
-            why: format!(
-                "no real-run adapter yet; real runs exist for: {}",
-                REAL_SYSTEMS.join(", ")
-            ),
-        });
-    }
-    check_worker(&args.worker)?;
+    let store = check_store(&args)?;
     if args.duration < 100 {
         return Err(UsageError::BadValue {
             flag: "--duration",
@@ -89,7 +89,13 @@ pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
             why: "a real run's safety phase lasts at least 100ms".into(),
         });
     }
-    let (target, scratch) = target(&args)?;
+    match args.system.as_str() {
+        "reservations" => return other::reservations(&args, store),
+        "holder-lock" => return other::holder_lock(&args),
+        _ => {}
+    }
+    check_worker(&args.worker, &retention::workers())?;
+    let (target, scratch) = target(&args, store)?;
     let mut caught = Vec::new();
     let mut last = None;
     for seed in args.seed..args.seed + args.runs {
@@ -141,8 +147,40 @@ fn run_error(error: RealError, target: &StoreTarget) -> UsageError {
     }
 }
 
-fn check_worker(name: &str) -> Result<(), UsageError> {
-    let known = retention::workers();
+/// The store the run uses: the one asked for, if the system has an adapter on it.
+fn check_store(args: &RealArgs) -> Result<StoreKind, UsageError> {
+    let system = args.system.as_str();
+    let Some((_, stores)) = STORES.iter().find(|(name, _)| *name == system) else {
+        let known: Vec<&str> = STORES.iter().map(|(name, _)| *name).collect();
+        return Err(UsageError::BadValue {
+            flag: "--system",
+            given: args.system.clone(),
+            why: format!(
+                "no real-run adapter yet; real runs exist for: {}",
+                known.join(", ")
+            ),
+        });
+    };
+    let store = args.store.unwrap_or(stores[0]);
+    if stores.contains(&store) {
+        return Ok(store);
+    }
+    let names: Vec<String> = stores.iter().map(|s| store_name(*s)).collect();
+    Err(UsageError::BadValue {
+        flag: "--store",
+        given: store_name(store),
+        why: format!(
+            "the {system} system's real stores are: {}",
+            names.join(", ")
+        ),
+    })
+}
+
+fn store_name(store: StoreKind) -> String {
+    format!("{store:?}").to_lowercase()
+}
+
+fn check_worker(name: &str, known: &[&str]) -> Result<(), UsageError> {
     match known.contains(&name) {
         true => Ok(()),
         false => Err(UsageError::UnknownName {
@@ -154,13 +192,13 @@ fn check_worker(name: &str) -> Result<(), UsageError> {
 }
 
 /// Where the store is, and the scratch SQLite file to remove afterwards (if one was made).
-fn target(args: &RealArgs) -> Result<(StoreTarget, Option<PathBuf>), UsageError> {
+fn target(args: &RealArgs, store: StoreKind) -> Result<(StoreTarget, Option<PathBuf>), UsageError> {
     let bad = |why: String| UsageError::BadValue {
         flag: "--store",
-        given: format!("{:?}", args.store).to_lowercase(),
+        given: store_name(store),
         why,
     };
-    match args.store {
+    match store {
         StoreKind::Sqlite => {
             let scratch = std::env::temp_dir()
                 .join(format!("leasesim-real-{}.db", std::process::id()));
@@ -260,18 +298,11 @@ fn print_run(seed: u64, report: &RealReport, several: bool) {
         stats.store_errors,
         stats.wall_ms as f64 / 1000.0
     );
-    let (reached, missed): (Vec<Situation>, Vec<Situation>) = Situation::ALL
-        .iter()
-        .partition(|&&situation| report.coverage.contains(situation));
-    let names = |list: &[Situation]| list.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
     let prefix = if several { "  " } else { "" };
     println!("{prefix}counts:   {counts}");
     println!(
-        "{prefix}coverage: reached {} of {}: {}; not reached: {}",
-        reached.len(),
-        Situation::ALL.len(),
-        names(&reached),
-        names(&missed)
+        "{prefix}coverage: {}",
+        coverage_line::<Situation>(report.coverage)
     );
     if let Some(error) = &stats.last_store_error {
         println!("{prefix}last store error: {error}");
@@ -303,3 +334,20 @@ fn print_summary(args: &RealArgs, caught: &[String]) {
         }
     );
 }
+
+/// `reached N of M: a, b; not reached: c` for any system's situations.
+fn coverage_line<S: SituationName>(coverage: SituationSet<S>) -> String {
+    let (reached, missed): (Vec<S>, Vec<S>) = S::ALL
+        .iter()
+        .partition(|&&situation| coverage.contains(situation));
+    let names = |list: &[S]| list.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
+    format!(
+        "reached {} of {}: {}; not reached: {}",
+        reached.len(),
+        S::ALL.len(),
+        names(&reached),
+        names(&missed)
+    )
+}
+
+mod other;

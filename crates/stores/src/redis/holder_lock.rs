@@ -14,8 +14,12 @@
 //!
 //! Every script answers with a number: 1 done, 0 the key is absent, 2 the key holds another
 //! token.
+//! - *observed call*: [`RedisConnection::observe`] runs each request as one script that also
+//!   answers what the key held when the request ran (its token), read in the same step; a
+//!   real run records those facts, which plain `SET NX` does not give. They are the
+//!   reference statements with a `GET` in front; the answers they give are the same.
 
-use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ::redis::{Client, Connection};
@@ -54,6 +58,59 @@ for i, key in ipairs(KEYS) do
 end
 return out";
 
+/// Observed create: `SET NX PX` with the value it found. Answers `{1, ''}` when it wrote
+/// the claim, `{0, held}` when the key held a live token.
+pub const CREATE_OBSERVED: &str = "
+local held = redis.call('GET', KEYS[1])
+if held then return {0, held} end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {1, ''}";
+
+/// Observed compare-and-renew: `{1, token}` renewed, `{0, ''}` absent, `{2, held}` another
+/// token.
+pub const RENEW_OBSERVED: &str = "
+local held = redis.call('GET', KEYS[1])
+if not held then return {0, ''} end
+if held ~= ARGV[1] then return {2, held} end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {1, held}";
+
+/// Observed compare-and-delete: `{1, token}` deleted, `{0, ''}` absent, `{2, held}` another
+/// token.
+pub const DELETE_IF_HOLDER_OBSERVED: &str = "
+local held = redis.call('GET', KEYS[1])
+if not held then return {0, ''} end
+if held ~= ARGV[1] then return {2, held} end
+redis.call('DEL', KEYS[1])
+return {1, held}";
+
+/// Observed delete by name: `{1, removed}` or `{0, ''}`.
+pub const DELETE_OBSERVED: &str = "
+local held = redis.call('GET', KEYS[1])
+if not held then return {0, ''} end
+redis.call('DEL', KEYS[1])
+return {1, held}";
+
+/// Observed write: `{1, replaced}` (`''`: nothing live was replaced).
+pub const SET_OBSERVED: &str = "
+local held = redis.call('GET', KEYS[1]) or ''
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {1, held}";
+
+/// Observed read: `{1, held}` or `{0, ''}`.
+pub const GET_OBSERVED: &str = "
+local held = redis.call('GET', KEYS[1])
+if not held then return {0, ''} end
+return {1, held}";
+
+/// What an observed call did: the worker's answer, and the token the key held when the call
+/// ran (before it changed anything), if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Observed {
+    pub answer: Answer,
+    pub held: Option<u64>,
+}
+
 /// The scripts an adapter runs: the reference ones by default; a test may plant a bug in
 /// one and watch conformance catch it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,7 +132,7 @@ impl Default for Scripts {
 #[derive(Debug)]
 pub struct RedisStore {
     client: Client,
-    pub scripts: Rc<Scripts>,
+    pub scripts: Arc<Scripts>,
 }
 
 /// Process-wide count of the stores opened: names each one's namespace, also when tests
@@ -93,13 +150,13 @@ impl RedisStore {
             .map_err(|error| StoreError::Refused(format!("Redis at {url:?}: {error}")))?;
         Ok(RedisStore {
             client,
-            scripts: Rc::default(),
+            scripts: Arc::default(),
         })
     }
 
     /// The same store kind running `scripts` instead of the reference ones.
     pub fn with_scripts(mut self, scripts: Scripts) -> RedisStore {
-        self.scripts = Rc::new(scripts);
+        self.scripts = Arc::new(scripts);
         self
     }
 
@@ -141,7 +198,7 @@ impl ClaimStoreKind for RedisStore {
 pub struct RedisConnection {
     connection: Connection,
     prefix: String,
-    scripts: Rc<Scripts>,
+    scripts: Arc<Scripts>,
     compare_and_delete: bool,
 }
 
@@ -214,6 +271,72 @@ impl RedisConnection {
         // `OK` when written; nil when `NX` found the key present.
         let reply: Option<String> = command.query(&mut self.connection)?;
         Ok(reply.is_some())
+    }
+}
+
+impl RedisConnection {
+    /// Runs `request` as one observed script (see the module docs): the answer the worker
+    /// receives and what the key held when it ran. A store set up without compare-and-delete
+    /// answers `Unsupported` to `delete_if_holder` without sending anything.
+    pub fn observe(&mut self, request: Request) -> Result<Observed, StoreError> {
+        let (script, done, token, lifetime_ms) = match request {
+            Request::Create {
+                token, lifetime_ms, ..
+            } => (
+                CREATE_OBSERVED,
+                Answer::Created,
+                Some(token),
+                Some(lifetime_ms),
+            ),
+            Request::Renew {
+                token, lifetime_ms, ..
+            } => (
+                RENEW_OBSERVED,
+                Answer::Renewed,
+                Some(token),
+                Some(lifetime_ms),
+            ),
+            Request::DeleteIfHolder { .. } if !self.compare_and_delete => {
+                let answer = Answer::Unsupported;
+                return Ok(Observed { answer, held: None });
+            }
+            Request::DeleteIfHolder { token, .. } => (
+                DELETE_IF_HOLDER_OBSERVED,
+                Answer::Deleted,
+                Some(token),
+                None,
+            ),
+            Request::Get { .. } => (GET_OBSERVED, Answer::Absent, None, None),
+            Request::Delete { .. } => (DELETE_OBSERVED, Answer::Deleted, None, None),
+            Request::Set {
+                token, lifetime_ms, ..
+            } => (
+                SET_OBSERVED,
+                Answer::Written,
+                Some(token),
+                Some(lifetime_ms),
+            ),
+        };
+        let mut command = ::redis::cmd("EVAL");
+        command.arg(script).arg(1).arg(self.key_name(request.key()));
+        if let Some(token) = token {
+            command.arg(token.to_string());
+        }
+        if let Some(lifetime_ms) = lifetime_ms {
+            command.arg(lifetime_ms);
+        }
+        let (code, value): (i64, String) = command.query(&mut self.connection)?;
+        let held = match value.is_empty() {
+            true => None,
+            false => Some(token_of(&value)?),
+        };
+        let answer = match (request, code, held) {
+            (Request::Get { .. }, 1, Some(token)) => Answer::Value(token),
+            (Request::Create { .. }, 0, _) => Answer::Exists,
+            (Request::Set { .. }, 1, _) => Answer::Written,
+            _ => scripted(code, done)?,
+        };
+        Ok(Observed { answer, held })
     }
 }
 
