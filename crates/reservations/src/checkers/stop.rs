@@ -243,7 +243,8 @@ impl Checker<Reservations> for RunReport {
         let replica = event.event.replica?;
         let desk = facts.desk(replica);
         let counts = self.counts.at(replica);
-        let verdict = match event.event.kind {
+
+        match event.event.kind {
             EventKind::Note(Note::RunStarted { .. }) => {
                 *counts = Counts::default();
                 None
@@ -263,8 +264,7 @@ impl Checker<Reservations> for RunReport {
                 self.judge(desk, counts, event, &report)
             }
             _ => None,
-        };
-        verdict
+        }
     }
 
     fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {

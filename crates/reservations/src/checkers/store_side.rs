@@ -59,7 +59,7 @@ impl Checker<Reservations> for ConsumedNeverExpired {
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
-        let verdict = transition(&event.event.kind).and_then(|(id, op)| {
+        transition(&event.event.kind).and_then(|(id, op)| {
             let hold = facts.ledger().get(id)?;
             let consumed = hold.changed.as_ref()?;
             (hold.status == StatusView::Consumed).then(|| {
@@ -72,8 +72,7 @@ impl Checker<Reservations> for ConsumedNeverExpired {
                 let context = [Some(&hold.placed), Some(consumed)];
                 Violation::new(Invariant::ConsumedNeverExpired, event, context, sentence)
             })
-        });
-        verdict
+        })
     }
 
     fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
@@ -138,7 +137,7 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
-        let verdict = match event.event.kind {
+        match event.event.kind {
             EventKind::Call {
                 call,
                 request: Request::Expire { now, .. },
@@ -155,8 +154,7 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
                     .and_then(|(id, op)| self.judge(facts.ledger(), event, id, op, now))
             }
             _ => None,
-        };
-        verdict
+        }
     }
 
     fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
@@ -202,7 +200,7 @@ impl Checker<Reservations> for SingleTransition {
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
-        let verdict = match event.event.kind {
+        match event.event.kind {
             EventKind::Note(Note::Consumed { id, .. }) => self.judge(
                 facts.ledger(),
                 event,
@@ -214,8 +212,7 @@ impl Checker<Reservations> for SingleTransition {
                 let by = format!("{}'s {op}", who(event));
                 self.judge(facts.ledger(), event, id, StatusView::Expired, &by)
             }),
-        };
-        verdict
+        }
     }
 
     fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
@@ -264,7 +261,7 @@ impl Checker<Reservations> for ExclusiveClaim {
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
-        let verdict = match event.event.kind {
+        match event.event.kind {
             EventKind::Applied {
                 applied: Applied::Claimed { ids, token, .. },
                 ..
@@ -277,8 +274,7 @@ impl Checker<Reservations> for ExclusiveClaim {
                 ..
             } => self.judge(facts.ledger(), event, id, token),
             _ => None,
-        };
-        verdict
+        }
     }
 
     fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
@@ -344,7 +340,7 @@ impl Checker<Reservations> for ReleaseOwnClaim {
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
-        let verdict = match event.event.kind {
+        match event.event.kind {
             EventKind::Call { call, request } => {
                 if let (Request::Release { id, .. } | Request::ReleaseAny { id }, Some(replica)) =
                     (request, event.event.replica)
@@ -373,8 +369,7 @@ impl Checker<Reservations> for ReleaseOwnClaim {
                 None
             }
             _ => None,
-        };
-        verdict
+        }
     }
 
     fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {

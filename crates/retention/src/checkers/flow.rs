@@ -27,7 +27,7 @@ pub struct AcquireFirst;
 
 impl AcquireFirst {
     pub fn new() -> AcquireFirst {
-        AcquireFirst::default()
+        AcquireFirst
     }
 
     /// Why the call `event` is out of place in `flow`'s open term, if it is.
@@ -97,7 +97,7 @@ pub struct RefusedAcquireEnds;
 
 impl RefusedAcquireEnds {
     pub fn new() -> RefusedAcquireEnds {
-        RefusedAcquireEnds::default()
+        RefusedAcquireEnds
     }
 }
 
@@ -154,7 +154,7 @@ pub struct ReleaseLast;
 
 impl ReleaseLast {
     pub fn new() -> ReleaseLast {
-        ReleaseLast::default()
+        ReleaseLast
     }
 
     /// Why the call `event` breaks the release point of `flow`'s open term, if it does.

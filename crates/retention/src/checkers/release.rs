@@ -24,7 +24,7 @@ pub struct ReleaseLatest;
 
 impl ReleaseLatest {
     pub fn new() -> ReleaseLatest {
-        ReleaseLatest::default()
+        ReleaseLatest
     }
 }
 
@@ -82,7 +82,7 @@ pub struct ReleaseAfterOwnership;
 
 impl ReleaseAfterOwnership {
     pub fn new() -> ReleaseAfterOwnership {
-        ReleaseAfterOwnership::default()
+        ReleaseAfterOwnership
     }
 }
 
@@ -154,7 +154,7 @@ pub struct ReleaseOnExit;
 
 impl ReleaseOnExit {
     pub fn new() -> ReleaseOnExit {
-        ReleaseOnExit::default()
+        ReleaseOnExit
     }
 }
 

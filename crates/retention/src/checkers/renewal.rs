@@ -117,7 +117,7 @@ pub struct RenewalStops;
 
 impl RenewalStops {
     pub fn new() -> RenewalStops {
-        RenewalStops::default()
+        RenewalStops
     }
 }
 
@@ -189,7 +189,7 @@ pub struct RenewLatest;
 
 impl RenewLatest {
     pub fn new() -> RenewLatest {
-        RenewLatest::default()
+        RenewLatest
     }
 }
 

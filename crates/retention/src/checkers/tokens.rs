@@ -124,7 +124,7 @@ pub struct LatestToken;
 
 impl LatestToken {
     pub fn new() -> LatestToken {
-        LatestToken::default()
+        LatestToken
     }
 }
 
@@ -193,7 +193,7 @@ pub struct NoDeleteAfterLoss;
 
 impl NoDeleteAfterLoss {
     pub fn new() -> NoDeleteAfterLoss {
-        NoDeleteAfterLoss::default()
+        NoDeleteAfterLoss
     }
 }
 
