@@ -78,7 +78,10 @@ impl<V: Judged, C: Checker<V>> CheckerSet<V, C> {
         let mut verdict = None;
         for &index in &self.readers[bit.trailing_zeros() as usize] {
             // Moved out only when found: a violation is large, and most calls return none.
-            if let Some(violation) = self.checkers[usize::from(index)].on_event(event, facts) {
+            let checker = &mut self.checkers[usize::from(index)];
+            if let Some(violation) = checker.on_event(event, facts) {
+                // invariant: a checker reports its own invariant only.
+                debug_assert_eq!(violation.invariant, checker.invariant());
                 verdict = Some(violation);
                 break;
             }

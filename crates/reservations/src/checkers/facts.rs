@@ -2,7 +2,7 @@
 //!
 //! Terminology:
 //! - *desk*: one replica's worker side ([`Desk`]): its calls in flight, what it holds, its
-//!   clock, stop, run and kill, derived from its own events.
+//!   clock, stop, run and kill, derived from its own worker-side events (`WORKER_EVENTS`).
 //! - *before view*: each replica's desk as of the events before the one being judged. Every
 //!   desk reader judges first and observes after ("judge, then observe"), so this is the only
 //!   view they need; the set feeds the desks after all checkers have read the event.
@@ -16,6 +16,7 @@
 
 use leasesim_invariants::PerReplica;
 
+use super::WORKER_EVENTS;
 use super::track::{Desk, Ledger, Stamp};
 use crate::Reservations;
 use crate::events::ReplicaId;
@@ -62,7 +63,11 @@ impl leasesim_invariants::Facts<Reservations> for Facts {
 
     fn leave(&mut self, event: &Stamp) {
         self.before.observe(event);
-        if let Some(replica) = event.event.replica {
+        // A desk takes in the worker-side events only, as every desk reader's own desk did
+        // (its `recent` events become a violation's context).
+        if let Some(replica) = event.event.replica
+            && event.event.kind.bit() & WORKER_EVENTS != 0
+        {
             self.desks.at(replica).observe(event);
         }
         // invariant: between events the two views of the ledger agree.

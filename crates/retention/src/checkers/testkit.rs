@@ -252,11 +252,15 @@ pub(crate) fn run(
     checker: &mut dyn Checker<crate::Retention>,
     script: &Script,
 ) -> Option<Violation> {
-    // The checker alone, with facts of its own, as a set of one would keep them.
+    // The checker alone, with facts of its own, fed as a set of one feeds it: only the kinds
+    // it reads, the facts every event.
     let mut facts = Facts::default();
     for event in &script.events {
         facts.enter(event);
-        let verdict = checker.on_event(event, &facts);
+        let verdict = match checker.wants(&event.event.kind) {
+            true => checker.on_event(event, &facts),
+            false => None,
+        };
         facts.leave(event);
         if verdict.is_some() {
             return verdict;

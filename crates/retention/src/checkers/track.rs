@@ -1,4 +1,5 @@
-//! Building blocks the retention checkers keep their state in; every checker owns its own.
+//! Building blocks the retention checkers keep their state in: each replica's term flow is
+//! kept once per run in the shared facts (`super::Facts`), the rest by each checker itself.
 //!
 //! Terminology:
 //! - *per replica*, *ring*, *call book*: the shared building blocks of `leasesim_invariants`.
