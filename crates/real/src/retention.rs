@@ -215,6 +215,9 @@ struct Recorder {
     /// Set at the first violation; the run ends.
     halted: Cell<bool>,
     changed: Notify,
+    /// The store line: one store call at a time, its `Applied` (or `Rejected`) recorded before
+    /// the next call begins, so events follow the store's commit order.
+    store_line: futures::lock::Mutex<()>,
 }
 
 impl Recorder {
@@ -325,8 +328,9 @@ impl Clock for RealClock {
 }
 
 /// Sends `request` on `connection`: the request leaves when the process runs, crosses the
-/// drawn latency, is applied in one transaction on a pool thread, and its answer crosses back
-/// and is read when the process runs.
+/// drawn latency, is applied in one transaction on a pool thread (one store call of the run at
+/// a time, recorded in commit order), and its answer crosses back and is read when the
+/// process runs.
 async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: Request) -> Answer {
     let recorder = &replica.recorder;
     let clock = recorder.clock;
@@ -340,6 +344,9 @@ async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: R
     let (out_ms, back_ms) = (latency.draw(&replica.draws), latency.draw(&replica.draws));
     tokio::time::sleep(std::time::Duration::from_millis(out_ms)).await;
     let (connection, owner_id) = (connection.clone(), replica.id.owner_id());
+    // The checkers replay the store's history: hold the line from the store's time read to
+    // the `Applied` event, so two replicas' calls are recorded in the order they committed.
+    let line = recorder.store_line.lock().await;
     let applied = tokio::task::spawn_blocking(move || {
         let mut connection = connection.lock().unwrap_or_else(|p| p.into_inner());
         leasesim_stores::retention::apply(&mut **connection, &owner_id, request, clock.now_ms())
@@ -361,6 +368,7 @@ async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: R
             Answer::Failed(Failure::Rejected)
         }
     };
+    drop(line);
     tokio::time::sleep(std::time::Duration::from_millis(back_ms)).await;
     replica.gate.pass(&clock).await;
     let op = request.op();
@@ -890,6 +898,7 @@ fn recorder(config: &RealConfig, clock: RunClock) -> Recorder {
         stats: RefCell::new(RealStats::default()),
         halted: Cell::new(false),
         changed: Notify::new(),
+        store_line: futures::lock::Mutex::new(()),
     }
 }
 

@@ -31,7 +31,12 @@ fn the_correct_worker_passes_a_real_run_with_pauses_and_stops() {
     assert_eq!(report.violation, None, "{}", report.verdict_line());
     let stats = &report.stats;
     assert!(stats.terms >= 3 && stats.rows_deleted > 0, "{stats:?}");
-    assert!(stats.pauses > 0, "the plan paused a process: {stats:?}");
+    // Faults land by real time: the pauses come from one stream every task draws from, so a
+    // 3 s run draws none in about 2 % of runs (0.65 to the 9th); the stops are planned.
+    assert!(
+        stats.pauses + stats.stops > 0,
+        "the plan disturbed a process: {stats:?}"
+    );
     assert_eq!(stats.store_errors, 0, "{stats:?}");
 }
 
