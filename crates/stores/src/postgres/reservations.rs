@@ -185,6 +185,99 @@ fn changed(
     Ok(transaction.execute(text, params)?)
 }
 
+/// Work on one hold inside its transaction.
+type HoldWork = (u32, Box<Work<'static>>);
+
+/// The hold a per-hold request works on, and its work inside the hold's transaction. A scan
+/// (claim, read of due holds) works on no one hold: refused here, `apply` runs those.
+fn hold_work(request: Request, now_ms: u64) -> Result<HoldWork, StoreError> {
+    match request {
+        Request::Expire { id, now: at } => expire_work(id, to_sql(at.unwrap_or(now_ms))?),
+        Request::Release { id, token } => release_work(id, token),
+        Request::DeadLetter { letter } => {
+            let id = letter.id;
+            let work = move |transaction: &mut Transaction<'_>, _| {
+                changed(transaction, PARK, &[&i64::from(id)])?;
+                Ok(Applied::Parked { id })
+            };
+            Ok((id, Box::new(work)))
+        }
+        Request::ExpireById { id } => {
+            let work = move |transaction: &mut Transaction<'_>, before: HoldState| {
+                if before.malformed {
+                    return Ok(Applied::Invalid { id });
+                }
+                changed(transaction, EXPIRE_BY_ID, &[&i64::from(id)])?;
+                let was = before.status;
+                Ok(Applied::ExpiredById { id, was })
+            };
+            Ok((id, Box::new(work)))
+        }
+        Request::WriteClaim {
+            id,
+            token,
+            claim_for_ms,
+        } => write_claim_work(id, token, claim_for_ms, now_ms),
+        Request::ReleaseAny { id } => {
+            let work = move |transaction: &mut Transaction<'_>, before: HoldState| {
+                changed(transaction, RELEASE_ANY, &[&i64::from(id)])?;
+                let freed = before.claim.map(|(token, _)| token);
+                Ok(Applied::ReleasedAny { id, freed })
+            };
+            Ok((id, Box::new(work)))
+        }
+        Request::Claim { .. } | Request::ReadDue { .. } => {
+            Err(StoreError::Refused("a scan works on no one hold".into()))
+        }
+    }
+}
+
+/// The guarded transition of hold `id`, due by `eligible_at`.
+fn expire_work(id: u32, eligible_at: i64) -> Result<HoldWork, StoreError> {
+    let work = move |transaction: &mut Transaction<'_>, before: HoldState| {
+        if before.malformed {
+            return Ok(Applied::Invalid { id });
+        }
+        let count = changed(transaction, EXPIRE, &[&i64::from(id), &eligible_at])?;
+        Ok(observe::expire(&before, count))
+    };
+    Ok((id, Box::new(work)))
+}
+
+/// The release of hold `id`'s claim, only while it carries `token`.
+fn release_work(id: u32, token: u64) -> Result<HoldWork, StoreError> {
+    let shown = to_sql(token)?;
+    let work = move |transaction: &mut Transaction<'_>, _| {
+        let count = changed(transaction, RELEASE, &[&i64::from(id), &shown])?;
+        let freed = count > 0;
+        Ok(Applied::Released { id, token, freed })
+    };
+    Ok((id, Box::new(work)))
+}
+
+/// The unguarded claim write on hold `id` (the read-then-write primitive).
+fn write_claim_work(
+    id: u32,
+    token: u64,
+    claim_for_ms: u64,
+    now_ms: u64,
+) -> Result<HoldWork, StoreError> {
+    let (shown, claim_for, now) = (to_sql(token)?, to_sql(claim_for_ms)?, to_sql(now_ms)?);
+    let work = move |transaction: &mut Transaction<'_>, before: HoldState| {
+        let replaced = observe::replaced(&before, now_ms);
+        let params: [&(dyn ToSql + Sync); 4] = [&i64::from(id), &shown, &now, &claim_for];
+        changed(transaction, WRITE_CLAIM, &params)?;
+        let until_ms = now_ms.saturating_add(claim_for_ms);
+        Ok(Applied::ClaimWritten {
+            id,
+            token,
+            until_ms,
+            replaced,
+        })
+    };
+    Ok((id, Box::new(work)))
+}
+
 impl ReservationConnection for PgReservations {
     fn apply(&mut self, request: Request, now_ms: u64) -> Result<Applied, StoreError> {
         let now = to_sql(now_ms)?;
@@ -214,87 +307,10 @@ impl ReservationConnection for PgReservations {
                     ids: IdList::of(&ids),
                 })
             }
-            Request::Expire { id, now: at } => {
-                let eligible_at = eligible(at)?;
-                self.on_hold(
-                    id,
-                    Box::new(move |transaction, before| {
-                        if before.malformed {
-                            return Ok(Applied::Invalid { id });
-                        }
-                        let count = changed(transaction, EXPIRE, &[&i64::from(id), &eligible_at])?;
-                        Ok(observe::expire(&before, count))
-                    }),
-                )
+            request => {
+                let (id, work) = hold_work(request, now_ms)?;
+                self.on_hold(id, work)
             }
-            Request::Release { id, token } => {
-                let shown = to_sql(token)?;
-                self.on_hold(
-                    id,
-                    Box::new(move |transaction, _| {
-                        let count = changed(transaction, RELEASE, &[&i64::from(id), &shown])?;
-                        Ok(Applied::Released {
-                            id,
-                            token,
-                            freed: count > 0,
-                        })
-                    }),
-                )
-            }
-            Request::DeadLetter { letter } => {
-                let id = letter.id;
-                self.on_hold(
-                    id,
-                    Box::new(move |transaction, _| {
-                        changed(transaction, PARK, &[&i64::from(id)])?;
-                        Ok(Applied::Parked { id })
-                    }),
-                )
-            }
-            Request::ExpireById { id } => self.on_hold(
-                id,
-                Box::new(move |transaction, before| {
-                    if before.malformed {
-                        return Ok(Applied::Invalid { id });
-                    }
-                    changed(transaction, EXPIRE_BY_ID, &[&i64::from(id)])?;
-                    Ok(Applied::ExpiredById {
-                        id,
-                        was: before.status,
-                    })
-                }),
-            ),
-            Request::WriteClaim {
-                id,
-                token,
-                claim_for_ms,
-            } => {
-                let (shown, claim_for) = (to_sql(token)?, to_sql(claim_for_ms)?);
-                self.on_hold(
-                    id,
-                    Box::new(move |transaction, before| {
-                        let replaced = observe::replaced(&before, now_ms);
-                        let params: [&(dyn ToSql + Sync); 4] =
-                            [&i64::from(id), &shown, &now, &claim_for];
-                        changed(transaction, WRITE_CLAIM, &params)?;
-                        let until_ms = now_ms.saturating_add(claim_for_ms);
-                        Ok(Applied::ClaimWritten {
-                            id,
-                            token,
-                            until_ms,
-                            replaced,
-                        })
-                    }),
-                )
-            }
-            Request::ReleaseAny { id } => self.on_hold(
-                id,
-                Box::new(move |transaction, before| {
-                    changed(transaction, RELEASE_ANY, &[&i64::from(id)])?;
-                    let freed = before.claim.map(|(token, _)| token);
-                    Ok(Applied::ReleasedAny { id, freed })
-                }),
-            ),
         }
     }
 

@@ -187,6 +187,68 @@ pub struct SqliteReservations {
 }
 
 impl SqliteReservations {
+    /// The dead letter and the primitives a defective worker uses (transition by id alone,
+    /// unguarded claim write, release whatever the claim): each on one hold. The guarded
+    /// requests are `apply`'s; refused here.
+    fn apply_primitive(&mut self, request: Request, now_ms: u64) -> Result<Applied, StoreError> {
+        let now = to_sql(now_ms)?;
+        match request {
+            Request::DeadLetter { letter } => {
+                let id = letter.id;
+                self.on_hold(id, |transaction, sql, _| {
+                    change(transaction, &sql.park, id, &[])?;
+                    Ok(Applied::Parked { id })
+                })
+            }
+            Request::ExpireById { id } => self.on_hold(id, |transaction, _, before| {
+                if before.malformed {
+                    return Ok(Applied::Invalid { id });
+                }
+                change(transaction, EXPIRE_BY_ID, id, &[])?;
+                Ok(Applied::ExpiredById {
+                    id,
+                    was: before.status,
+                })
+            }),
+            Request::WriteClaim {
+                id,
+                token,
+                claim_for_ms,
+            } => {
+                let (shown, claim_for) = (to_sql(token)?, to_sql(claim_for_ms)?);
+                self.on_hold(id, |transaction, _, before| {
+                    let replaced = observe::replaced(&before, now_ms);
+                    let values: [(&str, &dyn ToSql); 3] = [
+                        (":token", &shown),
+                        (":now", &now),
+                        (":claim_for", &claim_for),
+                    ];
+                    change(transaction, WRITE_CLAIM, id, &values)?;
+                    let until_ms = now_ms.saturating_add(claim_for_ms);
+                    Ok(Applied::ClaimWritten {
+                        id,
+                        token,
+                        until_ms,
+                        replaced,
+                    })
+                })
+            }
+            Request::ReleaseAny { id } => self.on_hold(id, |transaction, _, before| {
+                change(transaction, RELEASE_ANY, id, &[])?;
+                Ok(Applied::ReleasedAny {
+                    id,
+                    freed: before.claim.map(|(token, _)| token),
+                })
+            }),
+            Request::Claim { .. }
+            | Request::ReadDue { .. }
+            | Request::Expire { .. }
+            | Request::Release { .. } => Err(StoreError::Refused(
+                "a guarded request is applied by `apply`".into(),
+            )),
+        }
+    }
+
     /// `sql` on `connection` (whose schema [`create`] made).
     pub fn new(connection: Connection, sql: Statements) -> SqliteReservations {
         SqliteReservations { connection, sql }
@@ -273,7 +335,6 @@ fn change(
 
 impl ReservationConnection for SqliteReservations {
     fn apply(&mut self, request: Request, now_ms: u64) -> Result<Applied, StoreError> {
-        let now = to_sql(now_ms)?;
         let eligible = |at: Option<u64>| at.unwrap_or(now_ms);
         match request {
             Request::Claim {
@@ -322,53 +383,7 @@ impl ReservationConnection for SqliteReservations {
                     })
                 })
             }
-            Request::DeadLetter { letter } => {
-                let id = letter.id;
-                self.on_hold(id, |transaction, sql, _| {
-                    change(transaction, &sql.park, id, &[])?;
-                    Ok(Applied::Parked { id })
-                })
-            }
-            Request::ExpireById { id } => self.on_hold(id, |transaction, _, before| {
-                if before.malformed {
-                    return Ok(Applied::Invalid { id });
-                }
-                change(transaction, EXPIRE_BY_ID, id, &[])?;
-                Ok(Applied::ExpiredById {
-                    id,
-                    was: before.status,
-                })
-            }),
-            Request::WriteClaim {
-                id,
-                token,
-                claim_for_ms,
-            } => {
-                let (shown, claim_for) = (to_sql(token)?, to_sql(claim_for_ms)?);
-                self.on_hold(id, |transaction, _, before| {
-                    let replaced = observe::replaced(&before, now_ms);
-                    let values: [(&str, &dyn ToSql); 3] = [
-                        (":token", &shown),
-                        (":now", &now),
-                        (":claim_for", &claim_for),
-                    ];
-                    change(transaction, WRITE_CLAIM, id, &values)?;
-                    let until_ms = now_ms.saturating_add(claim_for_ms);
-                    Ok(Applied::ClaimWritten {
-                        id,
-                        token,
-                        until_ms,
-                        replaced,
-                    })
-                })
-            }
-            Request::ReleaseAny { id } => self.on_hold(id, |transaction, _, before| {
-                change(transaction, RELEASE_ANY, id, &[])?;
-                Ok(Applied::ReleasedAny {
-                    id,
-                    freed: before.claim.map(|(token, _)| token),
-                })
-            }),
+            request => self.apply_primitive(request, now_ms),
         }
     }
 
