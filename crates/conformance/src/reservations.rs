@@ -273,84 +273,8 @@ fn letter(id: u32) -> LetterView {
 
 /// The caller and the call of `op`, resolved against the model's holds now (`None`: time).
 fn resolve(op: Op, book: &mut Book, holds: &[HoldState], now_ms: u64) -> Option<(usize, Call)> {
-    let id = |n: u8| u32::from(n) % (u32::try_from(holds.len()).expect("few holds") + 2);
-    let at = |at: Option<u8>| at.map(|offset| (now_ms + u64::from(offset)).saturating_sub(10));
-    let worker = |caller: u8, request| Some((usize::from(caller), Call::Worker(request)));
     match op {
         Op::Advance { .. } => None,
-        Op::Claim {
-            caller,
-            limit,
-            at: a,
-            claim_for_ms,
-        } => {
-            let token = book.fresh(usize::from(caller));
-            worker(
-                caller,
-                Request::Claim {
-                    limit,
-                    now: at(a),
-                    token,
-                    claim_for_ms,
-                },
-            )
-        }
-        Op::Expire {
-            caller,
-            id: n,
-            at: a,
-        } => worker(
-            caller,
-            Request::Expire {
-                id: id(n),
-                now: at(a),
-            },
-        ),
-        Op::Release {
-            caller,
-            id: n,
-            token,
-        } => {
-            let id = id(n);
-            let token = match token {
-                TokenPick::Latest => book.latest[usize::from(caller)],
-                TokenPick::OnHold => holds
-                    .iter()
-                    .find(|hold| hold.id == id)
-                    .and_then(|hold| hold.claim)
-                    .map_or(0, |(token, _)| token),
-                TokenPick::Never => book.last_token + 1_000,
-            };
-            worker(caller, Request::Release { id, token })
-        }
-        Op::DeadLetter { caller, id: n } => worker(
-            caller,
-            Request::DeadLetter {
-                letter: letter(id(n)),
-            },
-        ),
-        Op::ExpireById { caller, id: n } => worker(caller, Request::ExpireById { id: id(n) }),
-        Op::ReadDue {
-            caller,
-            limit,
-            at: a,
-        } => worker(caller, Request::ReadDue { limit, now: at(a) }),
-        Op::WriteClaim {
-            caller,
-            id: n,
-            claim_for_ms,
-        } => {
-            let token = book.fresh(usize::from(caller));
-            worker(
-                caller,
-                Request::WriteClaim {
-                    id: id(n),
-                    token,
-                    claim_for_ms,
-                },
-            )
-        }
-        Op::ReleaseAny { caller, id: n } => worker(caller, Request::ReleaseAny { id: id(n) }),
         Op::Place { due, malformed } => {
             let hold_until_ms = (now_ms + u64::from(due)).saturating_sub(5);
             Some((
@@ -373,6 +297,108 @@ fn resolve(op: Op, book: &mut Book, holds: &[HoldState], now_ms: u64) -> Option<
                 )
             })
         }
+        op => resolve_worker(op, book, holds, now_ms),
+    }
+}
+
+/// A worker's operation: the caller and its request (tokens picked from the book).
+fn resolve_worker(
+    op: Op,
+    book: &mut Book,
+    holds: &[HoldState],
+    now_ms: u64,
+) -> Option<(usize, Call)> {
+    let id = |n: u8| u32::from(n) % (u32::try_from(holds.len()).expect("few holds") + 2);
+    let at = |at: Option<u8>| at.map(|offset| (now_ms + u64::from(offset)).saturating_sub(10));
+    let worker = |caller: u8, request| Some((usize::from(caller), Call::Worker(request)));
+    match op {
+        Op::Claim {
+            caller,
+            limit,
+            at: a,
+            claim_for_ms,
+        } => {
+            let token = book.fresh(usize::from(caller));
+            let now = at(a);
+            let claim = Request::Claim {
+                limit,
+                now,
+                token,
+                claim_for_ms,
+            };
+            worker(caller, claim)
+        }
+        Op::Expire {
+            caller,
+            id: n,
+            at: a,
+        } => {
+            let (id, now) = (id(n), at(a));
+            worker(caller, Request::Expire { id, now })
+        }
+        Op::Release {
+            caller,
+            id: n,
+            token,
+        } => {
+            let id = id(n);
+            let token = release_token(token, book, holds, caller, id);
+            worker(caller, Request::Release { id, token })
+        }
+        Op::DeadLetter { caller, id: n } => {
+            let letter = letter(id(n));
+            worker(caller, Request::DeadLetter { letter })
+        }
+        Op::ExpireById { caller, id: n } => worker(caller, Request::ExpireById { id: id(n) }),
+        Op::ReadDue {
+            caller,
+            limit,
+            at: a,
+        } => worker(caller, Request::ReadDue { limit, now: at(a) }),
+        Op::WriteClaim {
+            caller,
+            id: n,
+            claim_for_ms,
+        } => {
+            let (id, token) = (id(n), book.fresh(usize::from(caller)));
+            let write = Request::WriteClaim {
+                id,
+                token,
+                claim_for_ms,
+            };
+            worker(caller, write)
+        }
+        Op::ReleaseAny { caller, id: n } => worker(caller, Request::ReleaseAny { id: id(n) }),
+        Op::Advance { .. } | Op::Place { .. } | Op::Consume { .. } => None,
+    }
+}
+
+/// The token a release by `caller` of hold `id` carries, as the step picked it.
+fn release_token(pick: TokenPick, book: &Book, holds: &[HoldState], caller: u8, id: u32) -> u64 {
+    match pick {
+        TokenPick::Latest => book.latest[usize::from(caller)],
+        TokenPick::OnHold => holds
+            .iter()
+            .find(|hold| hold.id == id)
+            .and_then(|hold| hold.claim)
+            .map_or(0, |(token, _)| token),
+        TokenPick::Never => book.last_token + 1_000,
+    }
+}
+
+/// A fresh store of `case`'s setup with one connection per caller, or why not.
+fn open_store<S: ReservationStore + ?Sized>(
+    store: &mut S,
+    case: &Case,
+    callers: usize,
+) -> Result<Vec<S::Connection>, String> {
+    match store.open(&case.setup, callers) {
+        Ok(real) if real.len() == callers => Ok(real),
+        Ok(real) => Err(format!(
+            "the store opened {} connections, not {callers}",
+            real.len()
+        )),
+        Err(error) => Err(format!("the store failed to open: {error}")),
     }
 }
 
@@ -391,19 +417,7 @@ pub fn run_case<S: ReservationStore + ?Sized>(
     let mut model = ReservationModel
         .open(&case.setup, callers)
         .expect("the model opens");
-    let mut real = match store.open(&case.setup, callers) {
-        Ok(real) if real.len() == callers => real,
-        Ok(real) => {
-            let why = format!("the store opened {} connections, not {callers}", real.len());
-            return Err(fail(&mut lines, why));
-        }
-        Err(error) => {
-            return Err(fail(
-                &mut lines,
-                format!("the store failed to open: {error}"),
-            ));
-        }
-    };
+    let mut real = open_store(store, case, callers).map_err(|why| fail(&mut lines, why))?;
     let mut book = Book {
         latest: vec![0; callers],
         last_token: 0,
