@@ -347,17 +347,9 @@ fn spread(rows: &[Row]) -> (f64, f64) {
     (low, high)
 }
 
-fn main() {
-    // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
-    println!(
-        "leasesim scaling, single thread, runner::run (all checkers), CPU time of this thread"
-    );
-    println!(
-        "baseline: {} replicas, {} min safety + 10 s liveness, {} rows, faults off; cap 4 rows/term",
-        BASELINE.replicas, BASELINE.duration_min, BASELINE.rows
-    );
-    println!();
-    let mut dimensions: Vec<(String, Vec<Row>)> = vec![
+/// Retention's dimensions: rows, replicas, virtual duration and fault density, one at a time.
+fn retention_dimensions() -> Vec<(String, Vec<Row>)> {
+    vec![
         (
             "rows".to_string(),
             [1_000u64, 10_000, 100_000]
@@ -402,7 +394,20 @@ fn main() {
                 .map(|faults| measure(faults.label(), Config { faults, ..BASELINE }))
                 .collect(),
         ),
-    ];
+    ]
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
+    println!(
+        "leasesim scaling, single thread, runner::run (all checkers), CPU time of this thread"
+    );
+    println!(
+        "baseline: {} replicas, {} min safety + 10 s liveness, {} rows, faults off; cap 4 rows/term",
+        BASELINE.replicas, BASELINE.duration_min, BASELINE.rows
+    );
+    println!();
+    let mut dimensions = retention_dimensions();
     dimensions.extend(system_dimensions::<HolderLock>("holder-steady", None));
     dimensions.extend(system_dimensions::<Reservations>(
         "expiry-steady",

@@ -366,17 +366,10 @@ fn watch(shared: &Shared, slot: &JobSlot) -> bool {
     true
 }
 
-/// Runs a campaign over one scenario on `jobs` threads. `tick` is called about ten times a
-/// second from the calling thread while jobs run (which also watches them for stuck seeds).
-pub fn run_campaign(
-    campaign: &ScenarioCampaign,
-    progress: &Arc<Progress>,
-    tick: &mut dyn FnMut(),
-) -> ScenarioSummary {
-    assert!(campaign.jobs >= 1, "at least one job");
-    leasesim_rt::capture_panics();
-    let started = Instant::now();
-    let (limit, deadline) = match campaign.plan {
+/// How many seeds this shard of `campaign` runs at most, and the wall-clock deadline of a
+/// duration plan started at `started`.
+fn seed_limit(campaign: &ScenarioCampaign, started: Instant) -> (u64, Option<Instant>) {
+    match campaign.plan {
         SeedPlan::Count { start, count } => {
             // invariant: a count plan was checked to end at or before the last seed.
             assert!(
@@ -389,7 +382,20 @@ pub fn run_campaign(
             shard_len(seeds_left(start), campaign.shard),
             Some(started + Duration::from_millis(wall_ms)),
         ),
-    };
+    }
+}
+
+/// Runs a campaign over one scenario on `jobs` threads. `tick` is called about ten times a
+/// second from the calling thread while jobs run (which also watches them for stuck seeds).
+pub fn run_campaign(
+    campaign: &ScenarioCampaign,
+    progress: &Arc<Progress>,
+    tick: &mut dyn FnMut(),
+) -> ScenarioSummary {
+    assert!(campaign.jobs >= 1, "at least one job");
+    leasesim_rt::capture_panics();
+    let started = Instant::now();
+    let (limit, deadline) = seed_limit(campaign, started);
     let shared = Arc::new(Shared {
         campaign: campaign.clone(),
         next: AtomicU64::new(0),

@@ -251,7 +251,32 @@ fn applied_of(
             by: last.map_or(by, |w| w.by),
         }
     });
-    let applied = match (request, seen.answer) {
+    let took_over = match (request, seen.answer) {
+        (Request::Create { .. }, Answer::Created) => writer.take(),
+        _ => None,
+    };
+    let applied = applied_for(request, seen.answer, key, held, took_over, now_ms);
+    match applied {
+        Applied::Created { token, .. } | Applied::Written { token, .. } => {
+            *writer = Some(Held { token, by });
+        }
+        Applied::Deleted { .. } => *writer = None,
+        _ => {}
+    }
+    applied
+}
+
+/// What the store did with `request`, answered `answer` on `key` (which held `held`; a
+/// create that took the key over from an expired claim names it in `took_over`).
+fn applied_for(
+    request: Request,
+    answer: Answer,
+    key: Key,
+    held: Option<Held>,
+    took_over: Option<Held>,
+    now_ms: u64,
+) -> Applied {
+    match (request, answer) {
         (
             Request::Create {
                 token, lifetime_ms, ..
@@ -261,7 +286,7 @@ fn applied_of(
             key,
             token,
             expires_at_ms: now_ms + lifetime_ms,
-            took_over: writer.take(),
+            took_over,
         },
         (Request::Create { .. }, _) => Applied::Exists {
             key,
@@ -300,15 +325,7 @@ fn applied_of(
             expires_at_ms: now_ms + lifetime_ms,
             replaced: held,
         },
-    };
-    match applied {
-        Applied::Created { token, .. } | Applied::Written { token, .. } => {
-            *writer = Some(Held { token, by });
-        }
-        Applied::Deleted { .. } => *writer = None,
-        _ => {}
     }
-    applied
 }
 
 /// Sends `request` for `replica`: it leaves when the process runs, crosses the drawn

@@ -1,5 +1,6 @@
 //! The system's scenario keys: bad files are refused at `file:line:column` with the reason,
 //! and the default files all load.
+#![allow(clippy::too_many_lines)] // tests: one function walks one table or one story
 
 mod common;
 
