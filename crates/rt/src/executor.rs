@@ -192,6 +192,10 @@ pub(crate) struct Core {
     halted: Cell<bool>,
     /// Task names seen so far, shared by every task of that name (no allocation per spawn).
     names: RefCell<Vec<Rc<str>>>,
+    /// Wake cells of finished tasks that nothing else holds, for the next tasks to take.
+    spare_wakes: RefCell<Vec<Rc<WakeCell>>>,
+    /// What a finished task's slot holds once its cell went back to the spares: never live.
+    dead_wake: Rc<WakeCell>,
     /// PCT demotions decided at the current step (scratch, kept for its capacity).
     demoted: RefCell<Vec<(TaskId, u64)>>,
     /// A task is being polled right now.
@@ -238,11 +242,14 @@ impl Sim {
         let mut choices = ChoiceSource::new(config.feed, config.record_choices);
         let sched = Scheduler::new(config.strategy, config.pct_steps_estimate, &mut choices);
         let consult_every_step = sched.consults_every_step();
+        let inbox = Rc::new(Inbox::new());
+        let dead_wake = WakeCell::new(TaskId(u32::MAX), inbox.clone());
+        dead_wake.live.set(false);
         let core = Core {
             now_ms: Cell::new(0),
             tasks: RefCell::new(Vec::new()),
             live_tasks: Cell::new(0),
-            inbox: Rc::new(Inbox::new()),
+            inbox,
             timers: RefCell::new(TimerQueue::default()),
             fired: RefCell::new(Vec::new()),
             choices: RefCell::new(choices),
@@ -251,6 +258,8 @@ impl Sim {
             steps: Cell::new(0),
             halted: Cell::new(false),
             names: RefCell::new(Vec::new()),
+            spare_wakes: RefCell::new(Vec::new()),
+            dead_wake,
             demoted: RefCell::new(Vec::new()),
             in_poll: Cell::new(false),
             closed: Cell::new(false),
@@ -361,7 +370,11 @@ impl Core {
             .initial_priority(&mut self.choices.borrow_mut());
         let mut tasks = self.tasks.borrow_mut();
         let id = TaskId(u32::try_from(tasks.len()).expect("fewer than 2^32 tasks per run"));
-        let wake = WakeCell::new(id, self.inbox.clone());
+        let spare = self.spare_wakes.borrow_mut().pop();
+        let wake = match spare.map(|cell| WakeCell::reuse(cell, id)) {
+            Some(Ok(cell)) => cell,
+            _ => WakeCell::new(id, self.inbox.clone()),
+        };
         tasks.push(TaskSlot {
             name,
             future,
@@ -397,6 +410,22 @@ impl Core {
         debug_assert!(!self.inbox.ready.borrow().contains(&id));
     }
 
+    /// Gives a finished task's wake cell back to the spares if nothing else holds it (its
+    /// future is dropped, and no timer or waiter kept one of its wakers).
+    fn reclaim_wake(&self, id: TaskId) {
+        let cell = {
+            let mut tasks = self.tasks.borrow_mut();
+            let slot = &mut tasks[id.index()];
+            // invariant: only a finished task gives its cell back, and a cell no one else holds.
+            debug_assert!(slot.state == TaskState::Done && !slot.wake.live.get());
+            if Rc::strong_count(&slot.wake) != 1 {
+                return;
+            }
+            std::mem::replace(&mut slot.wake, self.dead_wake.clone())
+        };
+        self.spare_wakes.borrow_mut().push(cell);
+    }
+
     /// Aborts a task: its future is dropped and it never runs again.
     pub(crate) fn abort(&self, id: TaskId) {
         let future = {
@@ -414,6 +443,7 @@ impl Core {
         self.finish_task(id);
         // Dropped outside every borrow: the future's destructors may cancel timers.
         drop(future);
+        self.reclaim_wake(id);
     }
 
     fn run(
@@ -613,6 +643,7 @@ impl Core {
         self.in_poll.set(true);
         let polled = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
         self.in_poll.set(false);
+        drop(wake);
         let state = self.tasks.borrow()[id.index()].state;
         match polled {
             Ok(Poll::Pending) if state == TaskState::Running => {
@@ -624,6 +655,7 @@ impl Core {
             Ok(_) => {
                 self.finish_task(id);
                 drop(future);
+                self.reclaim_wake(id);
                 Ok(())
             }
             Err(payload) => {
@@ -787,5 +819,27 @@ impl Handle {
     /// Tasks spawned and not yet finished or aborted.
     pub fn live_tasks(&self) -> usize {
         self.core.live_tasks.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finished_tasks_wake_cell_is_reused_when_nothing_holds_it() {
+        let mut sim = Sim::new(SimConfig::seeded(1).with_strategy(Strategy::Fifo));
+        let handle = sim.handle();
+        handle.spawn_detached("first", Box::pin(async {}));
+        let first = Rc::as_ptr(&sim.core.tasks.borrow()[0].wake);
+        sim.run_until_quiescent().expect_completed();
+        assert_eq!(sim.core.spare_wakes.borrow().len(), 1);
+        handle.spawn_detached("second", Box::pin(async {}));
+        let second = Rc::as_ptr(&sim.core.tasks.borrow()[1].wake);
+        assert!(
+            std::ptr::eq(first, second),
+            "the second task got a fresh cell"
+        );
+        assert!(sim.core.spare_wakes.borrow().is_empty());
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! Terminology:
 //! - *inbox*: the executor's ready list, shared with every waker of the executor.
-//! - *wake cell*: one per task; holds the task id and a `queued` flag so a task woken twice
-//!   before it runs is listed once.
+//! - *wake cell*: one per live task; holds the task id and a `queued` flag so a task woken
+//!   twice before it runs is listed once. A finished task's cell is *reused* for a later task
+//!   only when nothing else holds it (no waker of the old task survives), so no stale waker
+//!   can ever wake the new task.
 //!
 //! - *thread id*: a number given to each thread the first time it asks, from a process-wide
 //!   counter; ids are never reused, even after a thread exits (an address of a thread-local
@@ -59,7 +61,7 @@ impl Inbox {
 /// Per-task wake state.
 #[derive(Debug)]
 pub(crate) struct WakeCell {
-    pub(crate) id: TaskId,
+    id: Cell<TaskId>,
     pub(crate) queued: Cell<bool>,
     /// Cleared when the task finishes or is aborted: waking it is then a no-op.
     pub(crate) live: Cell<bool>,
@@ -69,17 +71,32 @@ pub(crate) struct WakeCell {
 impl WakeCell {
     pub(crate) fn new(id: TaskId, inbox: Rc<Inbox>) -> Rc<WakeCell> {
         Rc::new(WakeCell {
-            id,
+            id: Cell::new(id),
             queued: Cell::new(false),
             live: Cell::new(true),
             inbox,
         })
     }
 
+    /// A finished task's cell, given to task `id`; `None` while anything else holds it (a
+    /// waker of the finished task could still wake it).
+    pub(crate) fn reuse(cell: Rc<WakeCell>, id: TaskId) -> Result<Rc<WakeCell>, Rc<WakeCell>> {
+        if Rc::strong_count(&cell) != 1 || Rc::weak_count(&cell) != 0 {
+            return Err(cell);
+        }
+        // invariant: only a finished task's cell is reused.
+        debug_assert!(!cell.live.get() && !cell.queued.get());
+        cell.id.set(id);
+        cell.live.set(true);
+        // invariant: the reused cell now wakes `id` only, and nothing else holds it.
+        debug_assert!(Rc::strong_count(&cell) == 1 && cell.id.get() == id);
+        Ok(cell)
+    }
+
     /// Lists the task as ready unless it is listed already or has finished.
     pub(crate) fn wake(&self) {
         if self.live.get() && !self.queued.replace(true) {
-            self.inbox.ready.borrow_mut().push(self.id);
+            self.inbox.ready.borrow_mut().push(self.id.get());
         }
     }
 

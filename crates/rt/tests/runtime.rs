@@ -241,6 +241,41 @@ fn step_and_time_budgets_end_runs_instead_of_hanging() {
 }
 
 #[test]
+fn a_stale_waker_of_a_finished_task_never_wakes_a_later_task() {
+    // Wake cells of finished tasks are reused; one whose waker someone kept must not be.
+    let mut sim = Sim::new(SimConfig::seeded(7).with_strategy(Strategy::Fifo));
+    let handle = sim.handle();
+    let stash: Rc<RefCell<Option<std::task::Waker>>> = Rc::default();
+    let keep = stash.clone();
+    handle.spawn(std::future::poll_fn(move |cx| {
+        *keep.borrow_mut() = Some(cx.waker().clone());
+        std::task::Poll::Ready(())
+    }));
+    let polls = Rc::new(std::cell::Cell::new(0u32));
+    let h = handle.clone();
+    let outcome = sim.block_on(async move {
+        h.yield_now().await;
+        let counted = polls.clone();
+        let later = h.spawn(std::future::poll_fn(move |_| {
+            counted.set(counted.get() + 1);
+            std::task::Poll::<()>::Pending
+        }));
+        h.yield_now().await;
+        assert_eq!(polls.get(), 1, "the later task ran once");
+        stash.borrow().as_ref().unwrap().wake_by_ref();
+        h.yield_now().await;
+        h.yield_now().await;
+        later.abort();
+        polls.get()
+    });
+    assert_eq!(
+        outcome.expect_completed(),
+        1,
+        "a stale waker woke a later task"
+    );
+}
+
+#[test]
 fn join_handles_yield_outputs_and_waking_a_finished_task_is_a_no_op() {
     let mut sim = Sim::new(SimConfig::seeded(6));
     let handle = sim.handle();
