@@ -26,6 +26,7 @@ pub mod env;
 pub mod faults;
 pub mod phases;
 pub mod process;
+mod reply;
 pub mod scenario;
 mod signal;
 pub mod sink;

@@ -17,6 +17,7 @@ use leasesim_events::{EventKind, NetFailure, ReplicaId, Vocabulary};
 use crate::env::{EPOCH_MS, Env};
 use crate::faults::FaultProfile;
 use crate::process::ReplicaState;
+use crate::reply::{Replies, ReplyWait};
 use crate::scenario::Scenario;
 use crate::system::System;
 
@@ -30,6 +31,8 @@ pub struct World<S: System> {
     next_call: Cell<u64>,
     next_task: Cell<u32>,
     healed: Cell<bool>,
+    /// Replies no call or flight holds any more, for the next calls.
+    replies: Replies<S::Answer>,
 }
 
 impl<S: System> World<S> {
@@ -47,6 +50,7 @@ impl<S: System> World<S> {
             next_call: Cell::new(1),
             next_task: Cell::new(1),
             healed: Cell::new(false),
+            replies: Replies::default(),
         }
     }
 
@@ -123,15 +127,18 @@ impl<S: System> World<S> {
         call: u64,
         request: S::Request,
     ) -> S::Answer {
-        let (tx, rx) = futures::channel::oneshot::channel();
-        let world = self.clone();
+        let reply = self.replies.take();
+        let (world, sent) = (self.clone(), reply.clone());
         let flight = async move {
             let answer = world.flight(replica, call, request).await;
             // The worker may have stopped waiting; the request took effect regardless.
-            let _ = tx.send(answer);
+            sent.send(answer);
+            world.replies.recycle(sent);
         };
         self.env.spawn("flight", Box::pin(flight));
-        rx.await.expect("a flight always answers")
+        let (answer, reply) = ReplyWait::new(reply).await;
+        self.replies.recycle(reply);
+        answer
     }
 
     async fn flight(&self, replica: ReplicaId, call: u64, request: S::Request) -> S::Answer {
