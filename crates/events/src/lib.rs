@@ -77,11 +77,6 @@ impl From<ReplicaId> for String {
 impl ReplicaId {
     /// The owner id this replica's worker uses with its services (`r1`, `r2`, ...).
     pub fn owner_id(self) -> String {
-        self.owner_tag().as_str().to_string()
-    }
-
-    /// The owner id without an allocation: the simulated services compare it at every apply.
-    pub fn owner_tag(self) -> OwnerTag {
         // Written by hand: the formatting machinery cost about 400 instructions a call.
         let mut number = u32::from(self.0) + 1;
         let mut digits = [0u8; 5];
@@ -94,20 +89,13 @@ impl ReplicaId {
                 break;
             }
         }
-        let mut tag = OwnerTag {
-            bytes: [b'r'; 6],
-            len: 1 + len as u8,
-        };
-        for (slot, digit) in tag.bytes[1..=len]
-            .iter_mut()
-            .zip(digits[..len].iter().rev())
-        {
-            *slot = *digit;
-        }
+        let mut id = String::with_capacity(1 + len);
+        id.push('r');
+        id.extend(digits[..len].iter().rev().map(|&digit| char::from(digit)));
         // invariant: `r` and the one-based number, as the replica displays (tested: formatting
         // here again would cost what writing by hand saves).
-        debug_assert!(tag.as_str().len() == 1 + len && tag.as_str().starts_with('r'));
-        tag
+        debug_assert!(id.len() == 1 + len && id.starts_with('r'));
+        id
     }
 
     /// Parses an owner id of the form `rN` back into a replica.
@@ -124,19 +112,6 @@ impl ReplicaId {
 impl fmt::Display for ReplicaId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "r{}", u32::from(self.0) + 1)
-    }
-}
-
-/// A replica's owner id (`r1` .. `r65536`) kept inline: see [`ReplicaId::owner_tag`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OwnerTag {
-    bytes: [u8; 6],
-    len: u8,
-}
-
-impl OwnerTag {
-    pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).expect("an owner id is ASCII")
     }
 }
 
@@ -421,10 +396,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn owner_tags_read_as_the_replica_displays_for_every_replica() {
+    fn owner_ids_read_as_the_replica_displays_for_every_replica() {
         for number in 0..=u16::MAX {
             let replica = ReplicaId(number);
-            assert_eq!(replica.owner_tag().as_str(), replica.to_string());
+            assert_eq!(replica.owner_id(), replica.to_string());
         }
     }
 

@@ -54,9 +54,9 @@ fn view(token: u64, expires_at_ms: u64) -> LeaseView {
 /// Applies a request of `replica` at the services, now.
 pub fn apply(world: &World<Retention>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
     let now_ms = world.service_now_ms();
-    let owner = replica.owner_tag();
+    let owner = world.replica(replica).owner_id();
     let services = &mut *world.services();
-    services.apply_at(owner.as_str(), request, now_ms, |eligible| {
+    services.apply_at(owner, request, now_ms, |eligible| {
         held_back(world, eligible)
     })
 }

@@ -29,6 +29,8 @@ use crate::world::World;
 /// Per-replica state kept by the world.
 pub struct ReplicaState<S: System> {
     pub id: ReplicaId,
+    /// The id's owner id (`r1`), made once: services compare it at every apply.
+    owner_id: String,
     clock: ClockSpec,
     jumped_ms: Cell<i64>,
     paused_until_ms: Cell<u64>,
@@ -47,6 +49,7 @@ impl<S: System> ReplicaState<S> {
     pub fn new(id: ReplicaId, clock: ClockSpec) -> ReplicaState<S> {
         ReplicaState {
             id,
+            owner_id: id.owner_id(),
             clock,
             jumped_ms: Cell::new(0),
             paused_until_ms: Cell::new(0),
@@ -65,6 +68,11 @@ impl<S: System> ReplicaState<S> {
     pub fn worker(&self) -> Option<(Rc<S::Worker>, u32)> {
         let worker = self.worker.borrow().clone()?;
         Some((worker, self.generation.get()))
+    }
+
+    /// The owner id this replica's worker uses with its services (`r1`, ...).
+    pub fn owner_id(&self) -> &str {
+        &self.owner_id
     }
 
     /// Installs a fresh worker (at start, or as the replica restarts).
