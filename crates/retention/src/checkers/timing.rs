@@ -60,6 +60,11 @@ impl Renewer {
     /// Starts waiting for the renewal of the lease `answer` carried. The process is running
     /// at that instant (an answer is read only by a running process), so only a pause that
     /// starts from now on can move the instant due.
+    /// The instant the next renewal is due, if one is owed.
+    fn due_ms(&self) -> Option<u64> {
+        self.due.as_ref().map(|due| due.due_ms)
+    }
+
     fn owe(&mut self, answer: &Stamped<Event>, token: u64, span_ms: u64) {
         let interval_end_ms = answer.at_ms.saturating_add(span_ms);
         self.due = Some(Due {
@@ -161,7 +166,10 @@ impl RenewalDue {
     }
 
     /// Reads one event of `replica`: what it owes from now on.
-    fn observe(&mut self, replica: ReplicaId, event: &Stamped<Event>, span_ms: u64) {
+    fn observe(&mut self, replica: ReplicaId, event: &Stamped<Event>) {
+        let Some(clocks) = self.clocks.as_ref() else {
+            return;
+        };
         let renewer = self.replicas.at(replica);
         match event.event.kind {
             EventKind::Note(Note::TermStarted { .. }) => {
@@ -201,6 +209,8 @@ impl RenewalDue {
                     (OpKind::Acquire | OpKind::Renew, Answer::Lease(Some(lease)))
                         if !renewer.stopped =>
                     {
+                        // Worked out here only: a division of 128-bit values.
+                        let span_ms = clocks.virtual_span_ms(replica, clocks.renew_every_ms);
                         renewer.owe(event, lease.token, span_ms);
                     }
                     _ => renewer.due = None,
@@ -221,16 +231,22 @@ impl Checker<Retention> for RenewalDue {
     }
 
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
-        let clocks = self.clocks.as_ref()?;
+        self.clocks.as_ref()?;
         // Any event later than the instant due shows the renewal was not sent in time: every
         // pause that could have moved it started no later, so it has been seen already.
         if let Some(violation) = self.overdue(Some(event), event.at_ms) {
             return Some(violation);
         }
         let replica = replica_of(event)?;
-        let span_ms = clocks.virtual_span_ms(replica, clocks.renew_every_ms);
-        self.observe(replica, event, span_ms);
-        self.refresh_earliest();
+        let due_ms = |checker: &RenewalDue| checker.replicas.get(replica).and_then(Renewer::due_ms);
+        let before = due_ms(self);
+        self.observe(replica, event);
+        // Only this replica's instant due may have moved: the earliest of all moves with it.
+        if due_ms(self) != before {
+            self.refresh_earliest();
+        }
+        // invariant: the earliest instant due is no later than this replica's.
+        debug_assert!(due_ms(self).is_none_or(|due| self.earliest_ms <= due));
         None
     }
 
