@@ -8,11 +8,12 @@
 //!   condition depends on must call [`Notify::notify_all`] afterwards. Spurious wake-ups are
 //!   harmless: a waiter whose condition is still false just parks again.
 //!
-//! Waiters are kept in a `BTreeMap` keyed by registration order, so wake-ups happen in a
-//! deterministic order, and a dropped waiter removes itself, so abandoned waits do not pile up.
+//! Waiters are kept sorted by key (registration order), so wake-ups happen in a deterministic
+//! order, and a dropped waiter removes itself, so abandoned waits do not pile up. They live in
+//! a vector that keeps its capacity across notifications (a map allocated a node each time a
+//! waiter parked after a notification, the worker's most frequent allocation).
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -21,7 +22,10 @@ use std::task::{Context, Poll, Waker};
 #[derive(Debug, Default)]
 pub struct Notify {
     next_key: Cell<u64>,
-    parked: RefCell<BTreeMap<u64, Waker>>,
+    /// `(key, waker)`, ascending by key.
+    parked: RefCell<Vec<(u64, Waker)>>,
+    /// An empty vector with capacity, swapped in for `parked` at each notification.
+    spare: RefCell<Vec<(u64, Waker)>>,
 }
 
 impl Notify {
@@ -33,12 +37,14 @@ impl Notify {
     pub fn notify_all(&self) {
         // Take the wakers out first: a waker may run arbitrary code, and none of it must find
         // `parked` borrowed.
-        let woken = std::mem::take(&mut *self.parked.borrow_mut());
+        let mut woken = std::mem::take(&mut *self.spare.borrow_mut());
+        std::mem::swap(&mut woken, &mut *self.parked.borrow_mut());
         // invariant: after taking, nobody is parked until some waiter polls again.
         debug_assert!(self.parked.borrow().is_empty());
-        for waker in woken.into_values() {
+        for (_, waker) in woken.drain(..) {
             waker.wake();
         }
+        *self.spare.borrow_mut() = woken;
     }
 
     /// A future that completes once `condition` holds when polled.
@@ -57,20 +63,22 @@ impl Notify {
             fresh
         });
         let mut parked = self.parked.borrow_mut();
-        match parked.get_mut(&key) {
-            Some(known) if known.will_wake(waker) => {}
-            Some(known) => known.clone_from(waker),
-            None => {
-                parked.insert(key, waker.clone());
-            }
+        match parked.binary_search_by_key(&key, |(parked_key, _)| *parked_key) {
+            Ok(at) if parked[at].1.will_wake(waker) => {}
+            Ok(at) => parked[at].1.clone_from(waker),
+            Err(at) => parked.insert(at, (key, waker.clone())),
         }
-        // invariant: a parked waiter is findable under its own key.
-        debug_assert!(parked.contains_key(&key));
+        // invariant: a parked waiter is findable under its own key, and keys stay in order.
+        debug_assert!(parked.binary_search_by_key(&key, |(k, _)| *k).is_ok());
+        debug_assert!(parked.windows(2).all(|pair| pair[0].0 < pair[1].0));
     }
 
     fn unpark(&self, key: Option<u64>) {
         if let Some(key) = key {
-            self.parked.borrow_mut().remove(&key);
+            let mut parked = self.parked.borrow_mut();
+            if let Ok(at) = parked.binary_search_by_key(&key, |(parked_key, _)| *parked_key) {
+                parked.remove(at);
+            }
         }
     }
 
@@ -166,6 +174,32 @@ mod tests {
             1,
             "the latest poller is woken"
         );
+    }
+
+    #[test]
+    fn waiters_are_woken_in_registration_order_whatever_order_they_park_again() {
+        let notify = Notify::new();
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        struct Tagged(usize, Arc<std::sync::Mutex<Vec<usize>>>);
+        impl Wake for Tagged {
+            fn wake(self: Arc<Self>) {
+                self.1.lock().unwrap().push(self.0);
+            }
+        }
+        let wakers: Vec<Waker> = (0..3)
+            .map(|tag| Waker::from(Arc::new(Tagged(tag, order.clone()))))
+            .collect();
+        let mut waits: Vec<_> = (0..3).map(|_| notify.wait_until(|| false)).collect();
+        for (wait, waker) in waits.iter_mut().zip(&wakers) {
+            let _ = Pin::new(wait).poll(&mut Context::from_waker(waker));
+        }
+        notify.notify_all();
+        // They park again newest first; the oldest registration is still woken first.
+        for (wait, waker) in waits.iter_mut().zip(&wakers).rev() {
+            let _ = Pin::new(wait).poll(&mut Context::from_waker(waker));
+        }
+        notify.notify_all();
+        assert_eq!(*order.lock().unwrap(), [0, 1, 2, 0, 1, 2]);
     }
 
     #[test]
