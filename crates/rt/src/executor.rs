@@ -35,6 +35,9 @@ use crate::{TaskId, hash};
 
 type LocalFuture = Pin<Box<dyn Future<Output = ()>>>;
 
+/// The most name addresses remembered (see `Core::intern`).
+const MAX_NAME_ADDRESSES: usize = 64;
+
 /// How a run is fed and bounded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimConfig {
@@ -190,8 +193,10 @@ pub(crate) struct Core {
     hash: Cell<u64>,
     steps: Cell<u64>,
     halted: Cell<bool>,
-    /// Task names seen so far, shared by every task of that name (no allocation per spawn).
-    names: RefCell<Vec<Rc<str>>>,
+    /// Task names seen so far, shared by every task of that name (no allocation per spawn),
+    /// each under the address of the text it was asked for (a literal keeps its address, so
+    /// a spawn site finds its name by one comparison of addresses).
+    names: RefCell<Vec<(usize, Rc<str>)>>,
     /// Wake cells of finished tasks that nothing else holds, for the next tasks to take.
     spare_wakes: RefCell<Vec<Rc<WakeCell>>>,
     /// What a finished task's slot holds once its cell went back to the spares: never live.
@@ -355,12 +360,25 @@ impl Drop for Sim {
 impl Core {
     fn intern(&self, name: &str) -> Rc<str> {
         let mut names = self.names.borrow_mut();
-        if let Some(found) = names.iter().find(|n| &***n == name) {
+        let address = name.as_ptr() as usize;
+        // The address only narrows the search: a name built at run time may be freed and its
+        // address reused by another text, so the text is compared too.
+        if let Some((_, found)) = names
+            .iter()
+            .find(|(at, known)| *at == address && **known == *name)
+        {
             return found.clone();
         }
-        let fresh: Rc<str> = Rc::from(name);
-        names.push(fresh.clone());
-        fresh
+        let known = names.iter().find(|(_, known)| **known == *name);
+        let interned = known.map_or_else(|| Rc::from(name), |(_, known)| known.clone());
+        // A new address of a known name is remembered while the list is short (names built at
+        // run time must not grow it with every spawn).
+        if known.is_none() || names.len() < MAX_NAME_ADDRESSES {
+            names.push((address, interned.clone()));
+        }
+        // invariant: the name handed out reads as asked.
+        debug_assert_eq!(&*interned, name);
+        interned
     }
 
     fn add_task(&self, name: Rc<str>, future: Option<LocalFuture>) -> TaskId {
@@ -825,6 +843,20 @@ impl Handle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_is_found_by_its_text_even_where_another_text_lived() {
+        let sim = Sim::new(SimConfig::seeded(1));
+        let mut buffer = *b"flight";
+        let first = sim.core.intern(std::str::from_utf8(&buffer).unwrap());
+        assert_eq!(&*first, "flight");
+        // The same address now holds another text (a name built at run time, then freed).
+        buffer[0] = b'b';
+        let second = sim.core.intern(std::str::from_utf8(&buffer).unwrap());
+        assert_eq!(&*second, "blight");
+        let again = sim.core.intern("flight");
+        assert!(Rc::ptr_eq(&first, &again), "one Rc per name");
+    }
 
     #[test]
     fn a_finished_tasks_wake_cell_is_reused_when_nothing_holds_it() {
