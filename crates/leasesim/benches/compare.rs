@@ -60,6 +60,7 @@ use leasesim_rt::{ChoiceKind, ChoiceSource, Feed, RunOutcome, SimConfig, Strateg
 use leasesim_sim::{
     Env, EnvSleep, LocalTask, Scenario, System, WorkerFactory, run_phases, simulate, world_on,
 };
+use leasesim_work_items::WorkItems;
 
 use common::{Elapsed, Stopwatch, median};
 use micro::{POLLS, TIMERS};
@@ -574,6 +575,7 @@ fn main() {
         .collect();
     all.push(measure_scenario::<HolderLock>("holder-steady"));
     all.push(measure_scenario::<Reservations>("expiry-steady"));
+    all.push(measure_scenario::<WorkItems>("items-steady"));
     print_scenario_table(&mut all);
     micro();
     for figures in &all {
