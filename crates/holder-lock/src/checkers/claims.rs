@@ -256,10 +256,8 @@ impl Checker<HolderLock> for NoThirdWorker {
         let attempts = &self.attempts;
         self.running.retain(|job| still(job, attempts));
         // Moved out only when found: a violation is large, and most events find none.
-        if verdict.is_none() {
-            return None;
-        }
-        verdict
+        let violation = verdict?;
+        Some(violation)
     }
 
     fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {

@@ -159,10 +159,8 @@ impl Checker<HolderLock> for ReleaseReported {
         };
         self.attempts.observe(event);
         // Moved out only when found: a violation is large, and most events find none.
-        if verdict.is_none() {
-            return None;
-        }
-        verdict
+        let violation = verdict?;
+        Some(violation)
     }
 
     fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
@@ -215,10 +213,8 @@ impl Checker<HolderLock> for ReleaseOnExit {
         };
         self.attempts.observe(event);
         // Moved out only when found: a violation is large, and most events find none.
-        if verdict.is_none() {
-            return None;
-        }
-        verdict
+        let violation = verdict?;
+        Some(violation)
     }
 
     fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
