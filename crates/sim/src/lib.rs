@@ -17,10 +17,11 @@
 //! The world reaches time, tasks and randomness only through [`Env`], so the same world and
 //! worker also run on tokio (the benchmarks compare the two).
 //!
-//! Where things live: the network in [`world`] (`send`/`flight`), a replica's process and port
-//! in [`process`], the shared faults and their drawing in [`faults`], the phase script with
-//! stops, pauses and jumps in [`phases`], scenario files in [`scenario`], the event sink in
-//! [`sink`], the contract a system fulfils in [`system`].
+//! Where things live: the network in [`world`] (`send`/`flight`; an answer's way back to its
+//! call in `reply`), a replica's process and port in [`process`], the shared faults and their
+//! drawing in [`faults`], the phase script with stops, pauses and jumps in [`phases`], scenario
+//! files in [`scenario`], the event sink in [`sink`], the contract a system fulfils in
+//! [`system`].
 
 pub mod env;
 pub mod faults;
