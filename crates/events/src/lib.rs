@@ -100,8 +100,9 @@ impl ReplicaId {
 
     /// Parses an owner id of the form `rN` back into a replica.
     pub fn from_owner_id(owner_id: &str) -> Option<ReplicaId> {
-        let number: u16 = owner_id.strip_prefix('r')?.parse().ok()?;
-        number.checked_sub(1).map(ReplicaId)
+        let number: u32 = owner_id.strip_prefix('r')?.parse().ok()?;
+        let index = u16::try_from(number.checked_sub(1)?).ok()?;
+        Some(ReplicaId(index))
     }
 
     pub fn index(self) -> usize {
@@ -400,6 +401,7 @@ mod tests {
         for number in 0..=u16::MAX {
             let replica = ReplicaId(number);
             assert_eq!(replica.owner_id(), replica.to_string());
+            assert_eq!(ReplicaId::from_owner_id(&replica.owner_id()), Some(replica));
         }
     }
 
@@ -412,6 +414,7 @@ mod tests {
         assert_eq!(ReplicaId::from_owner_id("r12"), Some(ReplicaId(11)));
         assert_eq!(ReplicaId::from_owner_id("r0"), None);
         assert_eq!(ReplicaId::from_owner_id("x1"), None);
+        assert_eq!(ReplicaId::from_owner_id("r65537"), None);
         assert_eq!(ClockMs(EPOCH_MS - 300_000).to_string(), "-300000ms");
         assert_eq!(ClockMs(EPOCH_MS + 5).to_string(), "+5ms");
     }

@@ -63,14 +63,23 @@ impl Notify {
             fresh
         });
         let mut parked = self.parked.borrow_mut();
-        match parked.binary_search_by_key(&key, |(parked_key, _)| *parked_key) {
-            Ok(at) if parked[at].1.will_wake(waker) => {}
-            Ok(at) => parked[at].1.clone_from(waker),
-            Err(at) => parked.insert(at, (key, waker.clone())),
-        }
-        // invariant: a parked waiter is findable under its own key, and keys stay in order.
-        debug_assert!(parked.binary_search_by_key(&key, |(k, _)| *k).is_ok());
-        debug_assert!(parked.windows(2).all(|pair| pair[0].0 < pair[1].0));
+        let at = match parked.binary_search_by_key(&key, |(parked_key, _)| *parked_key) {
+            Ok(at) if parked[at].1.will_wake(waker) => at,
+            Ok(at) => {
+                parked[at].1.clone_from(waker);
+                at
+            }
+            Err(at) => {
+                parked.insert(at, (key, waker.clone()));
+                at
+            }
+        };
+        // invariant: the waiter is parked under its own key, between smaller and larger keys
+        // (its neighbours only: a walk over every waiter at each park would cost what the
+        // vector saves).
+        debug_assert!(parked[at].0 == key);
+        debug_assert!(at == 0 || parked[at - 1].0 < key);
+        debug_assert!(parked.get(at + 1).is_none_or(|next| next.0 > key));
     }
 
     fn unpark(&self, key: Option<u64>) {

@@ -831,7 +831,7 @@ impl Handle {
 
     /// Timer-queue entries, stale ones included (a dropped sleep must not leave these growing).
     pub fn timer_queue_len(&self) -> usize {
-        self.core.timers.borrow().heap_len()
+        self.core.timers.borrow().entry_len()
     }
 
     /// Tasks spawned and not yet finished or aborted.

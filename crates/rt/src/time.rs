@@ -6,8 +6,9 @@
 //!   `seq` order, so ties are broken the same way on every run.
 //! - *slot*: where a registered timer keeps its waker. A `Sleep` remembers `(slot, seq)`;
 //!   dropping it frees the slot at once, and the entry it leaves behind is recognised as
-//!   stale (its seq no longer matches) and skipped. Stale heap entries are compacted away
-//!   when they outnumber live ones, so dropped sleeps cannot pile up.
+//!   stale (its seq no longer matches) and skipped. Stale entries, on the heap or on the
+//!   wheel, are compacted away when they outnumber live ones, so dropped sleeps cannot pile
+//!   up.
 //! - *near* timers (deadline within [`WHEEL_MS`] of the queue's now) wait on the *wheel*: one
 //!   bucket per ms of that window (`deadline % WHEEL_MS`), each in registration (seq) order,
 //!   with a bitmap of the buckets in use. A network latency of a few ms costs a push, where
@@ -47,6 +48,8 @@ pub(crate) struct TimerQueue {
     wheel: [Vec<(u64, u32)>; WHEEL_MS as usize],
     /// Bit `b` set: bucket `b` may hold a timer (live or stale).
     occupied: u64,
+    /// Entries on the wheel, stale ones included.
+    wheel_len: usize,
     /// The latest instant fired: every wheel timer's deadline lies in `now_ms..now_ms +
     /// WHEEL_MS`.
     now_ms: u64,
@@ -64,6 +67,7 @@ impl Default for TimerQueue {
             heap: BinaryHeap::new(),
             wheel: std::array::from_fn(|_| Vec::new()),
             occupied: 0,
+            wheel_len: 0,
             now_ms: 0,
             slots: Vec::new(),
             free: Vec::new(),
@@ -100,11 +104,7 @@ impl TimerQueue {
             let bucket = (deadline_ms % WHEEL_MS) as usize;
             self.wheel[bucket].push((seq, slot));
             self.occupied |= 1 << bucket;
-            if self.wheel[bucket].len() > 2 * WHEEL_MS as usize {
-                // Sleeps dropped and re-made at one instant: drop the stale ones.
-                let slots = &self.slots;
-                self.wheel[bucket].retain(|&(seq, slot)| slots[slot as usize].seq == seq);
-            }
+            self.wheel_len += 1;
         } else {
             self.heap.push(Reverse((deadline_ms, seq, slot)));
         }
@@ -138,6 +138,9 @@ impl TimerQueue {
         if self.heap.len() > 64 && self.heap.len() > 2 * self.live {
             self.compact();
         }
+        if self.wheel_len > 64 && self.wheel_len > 2 * self.live {
+            self.compact_wheel();
+        }
     }
 
     /// Is this registration still waiting to fire?
@@ -153,14 +156,32 @@ impl TimerQueue {
         debug_assert!(self.heap.len() <= self.live);
     }
 
+    /// Drops the wheel's stale entries (order within each bucket is kept).
+    fn compact_wheel(&mut self) {
+        let slots = &self.slots;
+        let mut kept = 0;
+        for bucket in &mut self.wheel {
+            bucket.retain(|&(seq, slot)| slots[slot as usize].seq == seq);
+            kept += bucket.len();
+        }
+        self.wheel_len = kept;
+        // invariant: after compaction the wheel holds live timers only.
+        debug_assert!(self.wheel_len <= self.live);
+    }
+
     /// Number of timers waiting to fire.
     pub(crate) fn live(&self) -> usize {
         self.live
     }
 
-    /// Number of entries, stale ones included (for leak tests).
-    pub(crate) fn heap_len(&self) -> usize {
-        self.heap.len() + self.wheel.iter().map(Vec::len).sum::<usize>()
+    /// Number of entries on the heap and the wheel, stale ones included (for leak tests).
+    pub(crate) fn entry_len(&self) -> usize {
+        // invariant: the wheel's count is its entries'.
+        debug_assert_eq!(
+            self.wheel_len,
+            self.wheel.iter().map(Vec::len).sum::<usize>()
+        );
+        self.heap.len() + self.wheel_len
     }
 
     fn is_live(&self, seq: u64, slot: u32) -> bool {
@@ -192,6 +213,7 @@ impl TimerQueue {
             {
                 return Some(deadline_ms);
             }
+            self.wheel_len -= self.wheel[bucket].len();
             self.wheel[bucket].clear();
             self.occupied &= !(1 << bucket);
         }
@@ -234,6 +256,7 @@ impl TimerQueue {
                 continue;
             }
             let entries = &mut self.wheel[bucket as usize];
+            self.wheel_len -= entries.len();
             due.extend(
                 entries
                     .drain(..)
@@ -276,6 +299,7 @@ impl TimerQueue {
         self.heap.clear();
         self.wheel.iter_mut().for_each(Vec::clear);
         self.occupied = 0;
+        self.wheel_len = 0;
         self.slots.clear();
         self.free.clear();
         self.live = 0;
@@ -404,6 +428,22 @@ mod tests {
         fn timers_fire_in_deadline_then_registration_order(ops in prop::collection::vec(op(), 0..200)) {
             run(&ops);
         }
+    }
+
+    #[test]
+    fn deadlines_at_the_end_of_time_fire_in_order() {
+        // The wheel's window is cut at u64::MAX: the last instants go to the heap.
+        let far = u64::MAX - WHEEL_MS;
+        run(&[
+            Op::Register(far),
+            Op::FireNext,
+            Op::Register(WHEEL_MS),
+            Op::Register(WHEEL_MS - 1),
+            Op::Register(3),
+            Op::FireNext,
+            Op::FireNext,
+            Op::FireNext,
+        ]);
     }
 
     #[test]

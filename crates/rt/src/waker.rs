@@ -78,8 +78,8 @@ impl WakeCell {
         })
     }
 
-    /// A finished task's cell, given to task `id`; `None` while anything else holds it (a
-    /// waker of the finished task could still wake it).
+    /// A finished task's cell, given to task `id`; `Err` (the cell back, unchanged) while
+    /// anything else holds it (a waker of the finished task could still wake it).
     pub(crate) fn reuse(cell: Rc<WakeCell>, id: TaskId) -> Result<Rc<WakeCell>, Rc<WakeCell>> {
         if Rc::strong_count(&cell) != 1 || Rc::weak_count(&cell) != 0 {
             return Err(cell);

@@ -186,6 +186,28 @@ fn dropped_sleeps_leave_no_timer_entries() {
 }
 
 #[test]
+fn dropped_near_sleeps_leave_no_timer_entries_either() {
+    // Deadlines within the wheel's reach (64 ms): their stale entries are compacted too.
+    let mut sim = Sim::new(SimConfig::seeded(8));
+    let handle = sim.handle();
+    sim.block_on(async {
+        for round in 0..1_000u64 {
+            let sleep = handle.sleep(1 + round % 63);
+            let mut sleep = std::pin::pin!(sleep);
+            assert!(futures::poll!(sleep.as_mut()).is_pending());
+        }
+        assert_eq!(handle.pending_timers(), 0);
+        assert!(
+            handle.timer_queue_len() <= 130,
+            "stale entries: {}",
+            handle.timer_queue_len()
+        );
+    })
+    .expect_completed();
+    assert_eq!(handle.now_ms(), 0, "no dropped timer ever fired");
+}
+
+#[test]
 fn deadlock_is_an_outcome_naming_the_blocked_tasks() {
     let mut sim = Sim::new(SimConfig::seeded(2));
     let handle = sim.handle();

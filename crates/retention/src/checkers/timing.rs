@@ -57,14 +57,14 @@ struct Renewer {
 }
 
 impl Renewer {
-    /// Starts waiting for the renewal of the lease `answer` carried. The process is running
-    /// at that instant (an answer is read only by a running process), so only a pause that
-    /// starts from now on can move the instant due.
     /// The instant the next renewal is due, if one is owed.
     fn due_ms(&self) -> Option<u64> {
         self.due.as_ref().map(|due| due.due_ms)
     }
 
+    /// Starts waiting for the renewal of the lease `answer` carried. The process is running
+    /// at that instant (an answer is read only by a running process), so only a pause that
+    /// starts from now on can move the instant due.
     fn owe(&mut self, answer: &Stamped<Event>, token: u64, span_ms: u64) {
         let interval_end_ms = answer.at_ms.saturating_add(span_ms);
         self.due = Some(Due {
