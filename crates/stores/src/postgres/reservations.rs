@@ -4,6 +4,8 @@
 //! `READ COMMITTED` transaction; a call on one hold first locks its row (`FOR UPDATE`) for
 //! the observation read. The claim picks its rows `FOR UPDATE SKIP LOCKED`: two claims at
 //! once never take the same hold and never wait for each other, and either may answer short.
+//! The pick is a `MATERIALIZED` common table expression, run once (see
+//! `crate::postgres::retention`: a rescanned `IN` subquery would claim past its limit).
 //! Times are the caller's (`$now`), as the port passes them; a deployment that trusts the
 //! server's clock writes `(extract(epoch from clock_timestamp()) * 1000)::bigint` there.
 
@@ -38,14 +40,16 @@ CREATE INDEX IF NOT EXISTS reservations_due ON reservations (hold_until, id)
 
 /// The atomic claim. `$1` token, `$2` now, `$3` claim for (ms), `$4` eligible at, `$5` limit.
 pub const CLAIM: &str = "
+WITH picked AS MATERIALIZED (
+    SELECT id FROM reservations
+     WHERE status = 'held' AND NOT parked AND hold_until <= $4::bigint
+       AND (claim_until IS NULL OR claim_until <= $2::bigint)
+     ORDER BY hold_until, id
+     LIMIT $5
+       FOR UPDATE SKIP LOCKED)
 UPDATE reservations
    SET claim_token = $1, claim_until = $2::bigint + $3::bigint, claim_since = $2
- WHERE id IN (SELECT id FROM reservations
-               WHERE status = 'held' AND NOT parked AND hold_until <= $4::bigint
-                 AND (claim_until IS NULL OR claim_until <= $2::bigint)
-               ORDER BY hold_until, id
-               LIMIT $5
-               FOR UPDATE SKIP LOCKED)
+ WHERE id IN (SELECT id FROM picked)
 RETURNING id, hold_until";
 
 /// The guarded transition (seed 002). `$1` id, `$2` eligible at.

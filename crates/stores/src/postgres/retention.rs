@@ -14,6 +14,10 @@
 //! Deletes pick their rows `FOR UPDATE SKIP LOCKED`: rows another delete has locked are
 //! skipped, so two deletes at once can each answer short, as the simulation's short-answer
 //! fault does. One fenced holder deletes at a time, so a correct run never sees it.
+//! The pick is a `MATERIALIZED` common table expression, run once: as a plain `IN`
+//! subquery the planner may rescan it once per outer row (a nested-loop semi-join, chosen
+//! when the statistics say the table is tiny), and each rescan skips the rows the statement
+//! has already deleted and locks the next ones, so `LIMIT 1` deleted every row.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -79,25 +83,29 @@ pub const DELETE_FENCED: &str = "
 WITH fence AS (
     SELECT 1 FROM retention_lease
      WHERE name = $1 AND owner IS NOT NULL AND token = $3 AND expires_at_ms > $2::bigint
-       FOR SHARE)
+       FOR SHARE),
+picked AS MATERIALIZED (
+    SELECT id FROM retention_rows
+     WHERE created_ms < $4::bigint AND created_ms <= $2::bigint
+     ORDER BY created_ms, id
+     LIMIT $5
+       FOR UPDATE SKIP LOCKED)
 DELETE FROM retention_rows
- WHERE id IN (SELECT id FROM retention_rows
-               WHERE created_ms < $4::bigint AND created_ms <= $2::bigint
-               ORDER BY created_ms, id
-               LIMIT $5
-                 FOR UPDATE SKIP LOCKED)
+ WHERE id IN (SELECT id FROM picked)
    AND EXISTS (SELECT 1 FROM fence)
 RETURNING created_ms";
 
 /// Delete without fencing (only to show why fencing is needed). `$1` name, `$2` now, `$3`
 /// token (unused), `$4` older than, `$5` limit.
 pub const DELETE_UNFENCED: &str = "
+WITH picked AS MATERIALIZED (
+    SELECT id FROM retention_rows
+     WHERE created_ms < $4::bigint AND created_ms <= $2::bigint
+     ORDER BY created_ms, id
+     LIMIT $5
+       FOR UPDATE SKIP LOCKED)
 DELETE FROM retention_rows
- WHERE id IN (SELECT id FROM retention_rows
-               WHERE created_ms < $4::bigint AND created_ms <= $2::bigint
-               ORDER BY created_ms, id
-               LIMIT $5
-                 FOR UPDATE SKIP LOCKED)
+ WHERE id IN (SELECT id FROM picked)
    AND $1::text IS NOT NULL AND $3::bigint IS NOT NULL
 RETURNING created_ms";
 
