@@ -66,7 +66,7 @@ pub fn load_scenario(path: &std::path::Path) -> Result<Scenario, ScenarioError> 
 impl Judged for HolderLock {
     type Invariant = Invariant;
     type Situation = Situation;
-    type Facts = ();
+    type Facts = checkers::Facts;
 }
 
 /// The checker configuration of one run: what it drew and the scenario's bound.

@@ -8,11 +8,11 @@
 //!   world, an answer to a call never sent, an attempt ending twice).
 
 use leasesim_events::{EPOCH_MS, NetFailure, ReplicaId, Stamped};
-use leasesim_holder_lock::checkers::{CheckConfig, Coverage, Invariant, checker_set};
+use leasesim_holder_lock::checkers::{CheckConfig, Coverage, Facts, Invariant, checker_set};
 use leasesim_holder_lock::events::{
     Answer, Applied, EndKind, Event, EventKind, Held, Key, Note, Op, Phase, ReleaseKind, Request,
 };
-use leasesim_invariants::Checker;
+use leasesim_invariants::{Checker, Facts as _};
 use proptest::prelude::*;
 
 fn key() -> impl Strategy<Value = Key> {
@@ -205,11 +205,15 @@ proptest! {
                 prop_assert!(violation.context.iter().all(|c| c.seq < violation.event.seq));
                 prop_assert!(!violation.sentence.is_empty());
             }
+            // The checker alone, with facts of its own that see every event.
             let mut lone = leasesim_holder_lock::checkers::AnyChecker::new(invariant, &config);
+            let mut facts = Facts::default();
             for event in &events {
+                facts.enter(event);
                 if lone.wants(&event.event.kind) {
-                    let _ = lone.on_event(event, &());
+                    let _ = lone.on_event(event, &facts);
                 }
+                facts.leave(event);
             }
         }
     }

@@ -18,8 +18,9 @@ use leasesim_events::{ReplicaId, mask};
 use leasesim_invariants::{At, PerReplica};
 
 use crate::HolderLock;
-use crate::events::{Applied, Event, EventKind, Note, Phase, Stamped, TokenText, notes};
+use crate::events::{Event, EventKind, Note, Phase, Stamped, TokenText, notes};
 
+use super::facts::Facts;
 use super::track::{AttemptRef, Attempts, Change, ClaimModel, ClaimRecord};
 use super::{CheckConfig, Checker, Invariant, Violation};
 
@@ -37,8 +38,6 @@ fn claim_events(kind: &EventKind) -> bool {
 /// `delete-own-claim`: every removal of a live claim entry is by the attempt that made it.
 #[derive(Debug, Default)]
 pub struct DeleteOwnClaim {
-    attempts: Attempts,
-    model: ClaimModel,
     /// Every entry of the claim key made so far (for the sentence: when the deleting
     /// attempt's own claim ran out).
     made: Vec<ClaimRecord>,
@@ -49,7 +48,13 @@ impl DeleteOwnClaim {
         DeleteOwnClaim::default()
     }
 
-    fn judge(&self, event: &Stamped<Event>, removed: &ClaimRecord, by: AttemptRef) -> Violation {
+    fn judge(
+        &self,
+        event: &Stamped<Event>,
+        removed: &ClaimRecord,
+        by: AttemptRef,
+        attempts: &Attempts,
+    ) -> Violation {
         let own = self.made.iter().rev().find(|r| r.attempt == Some(by));
         let own_words = match own {
             Some(own) if own.live_at(event.at_ms) => {
@@ -68,7 +73,7 @@ impl DeleteOwnClaim {
             removed.describe(),
             At(removed.made.at_ms),
         );
-        let sent = self.attempts.booked(call_of(event)).map(|b| &b.sent);
+        let sent = attempts.booked(call_of(event)).map(|b| &b.sent);
         let context = [own.map(|r| &r.made), Some(&removed.made), sent];
         Violation::new(Invariant::DeleteOwnClaim, event, context, sentence)
     }
@@ -86,30 +91,28 @@ impl Checker<HolderLock> for DeleteOwnClaim {
         Invariant::DeleteOwnClaim
     }
 
+    /// Only the store's applies: the facts follow the attempts and the claim key.
     fn wants(&self, kind: &EventKind) -> bool {
-        claim_events(kind)
+        kind.bit() & mask::APPLIED != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
-        let EventKind::Applied { call, applied } = event.event.kind else {
-            self.attempts.observe(event);
-            return None;
-        };
-        let by = self.attempts.attempt_of(call);
-        let change = self.model.applied(event, applied, by);
-        if let Some(record) = self.model.current().filter(|r| r.made.seq == event.seq) {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
+        let made = facts.claims_after().current();
+        if let Some(record) = made.filter(|r| r.made.seq == event.seq) {
             self.made.push(record.clone());
         }
-        match change {
+        match facts.change() {
             Some(Change::Removed {
                 removed,
                 by: Some(by),
-            }) if removed.attempt != Some(by) => Some(self.judge(event, &removed, by)),
+            }) if removed.attempt != Some(*by) => {
+                Some(self.judge(event, removed, *by, facts.after()))
+            }
             _ => None,
         }
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -128,8 +131,6 @@ struct Running {
 /// out by the time the new claim was made.
 #[derive(Debug, Default)]
 pub struct NoThirdWorker {
-    attempts: Attempts,
-    model: ClaimModel,
     running: Vec<Running>,
 }
 
@@ -139,11 +140,10 @@ impl NoThirdWorker {
     }
 
     /// Follows the store's applies: claims made, renewed, removed.
-    fn applied(&mut self, event: &Stamped<Event>, call: u64, applied: Applied) {
-        let by = self.attempts.attempt_of(call);
-        match self.model.applied(event, applied, by) {
+    fn applied(&mut self, event: &Stamped<Event>, facts: &Facts) {
+        match facts.change() {
             Some(Change::Renewed) => {
-                let current = self.model.current().cloned();
+                let current = facts.claims_after().current();
                 for job in &mut self.running {
                     if let Some(claim) = job.claim.as_mut()
                         && current
@@ -160,7 +160,7 @@ impl NoThirdWorker {
                         .as_ref()
                         .is_some_and(|c| c.made.seq == removed.made.seq)
                 });
-                if let (Some(job), Some(by)) = (victim, by)
+                if let (Some(job), Some(by)) = (victim, *by)
                     && by != job.attempt
                 {
                     job.removed_by = Some((by, event.clone()));
@@ -172,10 +172,15 @@ impl NoThirdWorker {
 
     /// A job starts: every other running job's claim must have run out before this one's
     /// claim was made.
-    fn started(&mut self, event: &Stamped<Event>, replica: ReplicaId) -> Option<Violation> {
-        let attempt = self.attempts.open(replica)?.id;
-        let claim = self
-            .model
+    fn started(
+        &mut self,
+        event: &Stamped<Event>,
+        replica: ReplicaId,
+        facts: &Facts,
+    ) -> Option<Violation> {
+        let attempt = facts.after().open(replica)?.id;
+        let claim = facts
+            .claims_after()
             .current()
             .filter(|c| c.attempt == Some(attempt))
             .cloned();
@@ -236,15 +241,14 @@ impl Checker<HolderLock> for NoThirdWorker {
         claim_events(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
-        if let EventKind::Applied { call, applied } = event.event.kind {
-            self.applied(event, call, applied);
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
+        if let EventKind::Applied { .. } = event.event.kind {
+            self.applied(event, facts);
             return None;
         }
-        self.attempts.observe(event);
         let replica = event.event.replica?;
         let verdict = match event.event.kind {
-            EventKind::Note(Note::JobStarted { .. }) => self.started(event, replica),
+            EventKind::Note(Note::JobStarted { .. }) => self.started(event, replica, facts),
             _ => None,
         };
         // A job stops running at its end, at its attempt's release call or end.
@@ -253,14 +257,14 @@ impl Checker<HolderLock> for NoThirdWorker {
                 .open(job.attempt.replica)
                 .is_some_and(|open| open.id == job.attempt && open.job_running())
         };
-        let attempts = &self.attempts;
+        let attempts = facts.after();
         self.running.retain(|job| still(job, attempts));
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -268,10 +272,7 @@ impl Checker<HolderLock> for NoThirdWorker {
 /// `job-under-claim`: a job starts only while the store holds its attempt's claim, after its
 /// create won.
 #[derive(Debug, Default)]
-pub struct JobUnderClaim {
-    attempts: Attempts,
-    model: ClaimModel,
-}
+pub struct JobUnderClaim {}
 
 impl JobUnderClaim {
     pub fn new() -> JobUnderClaim {
@@ -284,22 +285,17 @@ impl Checker<HolderLock> for JobUnderClaim {
         Invariant::JobUnderClaim
     }
 
+    /// Job notes only (a job's start is judged): the facts follow the rest.
     fn wants(&self, kind: &EventKind) -> bool {
-        claim_events(kind)
+        kind.bit() & notes::JOB != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
-        if let EventKind::Applied { call, applied } = event.event.kind {
-            let by = self.attempts.attempt_of(call);
-            self.model.applied(event, applied, by);
-            return None;
-        }
-        self.attempts.observe(event);
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let EventKind::Note(Note::JobStarted { .. }) = event.event.kind else {
             return None;
         };
         let replica = event.event.replica?;
-        let Some(open) = self.attempts.open(replica) else {
+        let Some(open) = facts.after().open(replica) else {
             let sentence = format!(
                 "{replica} started a job at {} outside any attempt",
                 At(event.at_ms)
@@ -311,7 +307,8 @@ impl Checker<HolderLock> for JobUnderClaim {
                 sentence,
             ));
         };
-        let live = self.model.live(event.at_ms);
+        let model = facts.claims_after();
+        let live = model.live(event.at_ms);
         let holds = live.is_some_and(|c| c.attempt == Some(open.id));
         if open.won.is_some() && holds {
             return None;
@@ -319,7 +316,7 @@ impl Checker<HolderLock> for JobUnderClaim {
         let why = match (&open.won, live) {
             (None, _) => "its create had not won".to_string(),
             (Some(_), Some(other)) => format!("the store held {}", other.describe()),
-            (Some(_), None) => match self.model.current().filter(|c| c.attempt == Some(open.id)) {
+            (Some(_), None) => match model.current().filter(|c| c.attempt == Some(open.id)) {
                 Some(own) => format!("its claim had run out at {}", At(own.ends_at_ms())),
                 None => "the key was absent".into(),
             },
@@ -343,7 +340,7 @@ impl Checker<HolderLock> for JobUnderClaim {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -353,8 +350,6 @@ impl Checker<HolderLock> for JobUnderClaim {
 #[derive(Debug)]
 pub struct ClaimKept {
     renewal: bool,
-    attempts: Attempts,
-    model: ClaimModel,
     healed_ms: Option<u64>,
     paused_until_ms: PerReplica<u64>,
     /// Attempts judged: started after the healing, on a replica not paused then.
@@ -365,25 +360,30 @@ impl ClaimKept {
     pub fn new(config: &CheckConfig) -> ClaimKept {
         ClaimKept {
             renewal: config.renewal,
-            attempts: Attempts::default(),
-            model: ClaimModel::default(),
             healed_ms: None,
             paused_until_ms: PerReplica::default(),
             healthy: Vec::new(),
         }
     }
 
-    /// The holder of the current claim, if it is a healthy attempt that still holds it.
-    fn holder(&self) -> Option<(&ClaimRecord, AttemptRef)> {
-        let claim = self.model.current()?;
+    /// The holder of the current claim (per `model` and `attempts`, one view), if it is a
+    /// healthy attempt that still holds it.
+    fn holder<'a>(
+        &self,
+        model: &'a ClaimModel,
+        attempts: &Attempts,
+    ) -> Option<(&'a ClaimRecord, AttemptRef)> {
+        let claim = model.current()?;
         let attempt = claim.attempt.filter(|a| self.healthy.contains(a))?;
-        let open = self.attempts.open(attempt.replica)?;
+        let open = attempts.open(attempt.replica)?;
         let holds = open.id == attempt && open.won.is_some() && open.released.is_none();
         holds.then_some((claim, attempt))
     }
 
-    fn judge(&self, event: &Stamped<Event>, at_ms: u64) -> Option<Violation> {
-        let (claim, attempt) = self.holder()?;
+    /// Judged on the before view: at `at_ms`, before `event` changes anything.
+    fn judge(&self, event: &Stamped<Event>, at_ms: u64, facts: &Facts) -> Option<Violation> {
+        let attempts = facts.before();
+        let (claim, attempt) = self.holder(facts.claims_before(), attempts)?;
         if claim.live_at(at_ms) {
             return None;
         }
@@ -393,7 +393,7 @@ impl ClaimKept {
             TokenText(claim.token),
             At(claim.ends_at_ms())
         );
-        let started = self.attempts.open(attempt.replica).map(|o| &o.started);
+        let started = attempts.open(attempt.replica).map(|o| &o.started);
         let context = [started, Some(&claim.made)];
         Some(Violation::new(
             Invariant::ClaimKept,
@@ -443,28 +443,23 @@ impl Checker<HolderLock> for ClaimKept {
                 || kind.bit() & (mask::PHASE | mask::PAUSED | notes::EXPIRED) != 0)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         if !self.renewal {
             return None;
         }
         // Judged before this event changes anything: at its instant, was the claim kept?
-        let verdict = self.judge(event, event.at_ms);
+        let verdict = self.judge(event, event.at_ms, facts);
         if verdict.is_some() {
             return verdict;
         }
         self.follow(event);
-        if let EventKind::Applied { call, applied } = event.event.kind {
-            let by = self.attempts.attempt_of(call);
-            self.model.applied(event, applied, by);
-        } else {
-            self.attempts.observe(event);
-        }
         None
     }
 
-    fn finish(&mut self, end_ms: u64, _facts: &()) -> Option<Violation> {
-        let (claim, _) = self.holder()?;
+    fn finish(&mut self, end_ms: u64, facts: &Facts) -> Option<Violation> {
+        // invariant: after the last event the before view has caught up.
+        let (claim, _) = self.holder(facts.claims_before(), facts.before())?;
         let last = claim.made.clone();
-        self.judge(&last, end_ms).map(|v| v.dated(end_ms))
+        self.judge(&last, end_ms, facts).map(|v| v.dated(end_ms))
     }
 }

@@ -16,15 +16,13 @@ use leasesim_invariants::{At, PerReplica};
 use crate::HolderLock;
 use crate::events::{Event, EventKind, Note, Stamped, notes};
 
-use super::track::{Attempts, ClaimModel};
+use super::facts::Facts;
 use super::{CheckConfig, Checker, Invariant, Violation};
 
 /// `effects-under-claim` (see the module docs).
 #[derive(Debug)]
 pub struct EffectsUnderClaim {
     renewal: bool,
-    attempts: Attempts,
-    model: ClaimModel,
     /// Per replica: the current worker's `StopCalled`.
     stopped: PerReplica<Option<Stamped<Event>>>,
 }
@@ -33,16 +31,20 @@ impl EffectsUnderClaim {
     pub fn new(config: &CheckConfig) -> EffectsUnderClaim {
         EffectsUnderClaim {
             renewal: config.renewal,
-            attempts: Attempts::default(),
-            model: ClaimModel::default(),
             stopped: PerReplica::default(),
         }
     }
 
-    fn judge(&mut self, event: &Stamped<Event>, replica: ReplicaId) -> Option<Violation> {
-        let open = self.attempts.open(replica)?;
+    /// Judged on the after view (a step moves neither the attempts nor the claim key).
+    fn judge(
+        &mut self,
+        event: &Stamped<Event>,
+        replica: ReplicaId,
+        facts: &Facts,
+    ) -> Option<Violation> {
+        let open = facts.after().open(replica)?;
         let stopped = self.stopped.at(replica).as_ref();
-        let live = self.model.live(event.at_ms);
+        let live = facts.claims_after().live(event.at_ms);
         let (why, cause) = if let Some(lost) = &open.lost {
             let at = At(lost.at_ms);
             (
@@ -83,35 +85,24 @@ impl Checker<HolderLock> for EffectsUnderClaim {
         Invariant::EffectsUnderClaim
     }
 
+    /// Stops, restarts and job notes (a step is judged): the facts follow the rest.
     fn wants(&self, kind: &EventKind) -> bool {
-        let wanted = mask::CALL
-            | mask::ANSWERED
-            | mask::APPLIED
-            | mask::RESTARTED
-            | mask::STOP_CALLED
-            | notes::ATTEMPTS
-            | notes::JOB;
+        let wanted = mask::RESTARTED | mask::STOP_CALLED | notes::JOB;
         kind.bit() & wanted != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
-        if let EventKind::Applied { call, applied } = event.event.kind {
-            let by = self.attempts.attempt_of(call);
-            self.model.applied(event, applied, by);
-            return None;
-        }
-        self.attempts.observe(event);
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = event.event.replica?;
         match event.event.kind {
             EventKind::StopCalled => *self.stopped.at(replica) = Some(event.clone()),
             EventKind::Restarted => *self.stopped.at(replica) = None,
-            EventKind::Note(Note::JobStep { .. }) => return self.judge(event, replica),
+            EventKind::Note(Note::JobStep { .. }) => return self.judge(event, replica, facts),
             _ => {}
         }
         None
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

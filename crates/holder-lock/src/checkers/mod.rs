@@ -2,9 +2,10 @@
 //!
 //! Terminology:
 //! - *checker*: reads the events of one run in order and reports the event that breaks its
-//!   invariant as a [`Violation`]. Every checker keeps its own state and derives everything
-//!   from the events (it follows attempts, calls and the claim key itself: `track`); none
-//!   trusts another checker, nor the store's own words beyond what it applied.
+//!   invariant as a [`Violation`]. Every checker derives everything from the events: the
+//!   attempts, calls and claim key every checker follows are kept once, as the run's shared
+//!   [`Facts`] (`facts`, built from `track`), and each checker's verdict logic and its own
+//!   state stay its own; none trusts the store's words beyond what it applied.
 //! - *attempt*: one `run()` of a replica's worker, between `AttemptStarted` and
 //!   `AttemptEnded`.
 //! - *situation*: something interesting a run may reach ([`Situation`], [`Coverage`]).
@@ -16,6 +17,7 @@
 
 mod claims;
 mod coverage;
+mod facts;
 mod invariant;
 mod job;
 mod release;
@@ -32,6 +34,7 @@ pub mod track;
 pub mod audit {}
 
 pub use coverage::{Coverage, Situation, SituationSet};
+pub use facts::Facts;
 pub use invariant::Invariant;
 pub use leasesim_invariants::Checker;
 pub use release::release_seen;
@@ -94,13 +97,13 @@ macro_rules! any_checker {
                 }
             }
 
-            fn on_event(&mut self, event: &Stamped<Event>, facts: &()) -> Option<Violation> {
+            fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
                 match self {
                     $(AnyChecker::$variant(checker) => checker.on_event(event, facts),)*
                 }
             }
 
-            fn finish(&mut self, end_ms: u64, facts: &()) -> Option<Violation> {
+            fn finish(&mut self, end_ms: u64, facts: &Facts) -> Option<Violation> {
                 match self {
                     $(AnyChecker::$variant(checker) => checker.finish(end_ms, facts),)*
                 }

@@ -9,7 +9,7 @@
 //!   report must say so, and its running count of them (`claims_gone`, per worker: a restart
 //!   starts a fresh count) must include it.
 
-use leasesim_events::{ReplicaId, mask};
+use leasesim_events::mask;
 use leasesim_invariants::{At, PerReplica};
 
 use crate::HolderLock;
@@ -17,12 +17,9 @@ use crate::events::{
     Answer, EndKind, Event, EventKind, Note, ReleaseKind, Request, Stamped, notes,
 };
 
-use super::track::{Attempts, is_release};
+use super::facts::Facts;
+use super::track::is_release;
 use super::{Checker, Invariant, Violation};
-
-fn worker_side(kind: &EventKind) -> bool {
-    kind.bit() & (mask::CALL | mask::ANSWERED | mask::RESTARTED | notes::ATTEMPTS) != 0
-}
 
 /// What one release call's answer says the release did; `own` is the attempt's token.
 pub fn release_seen(request: &Request, answer: Answer, own: Option<u64>) -> ReleaseKind {
@@ -59,7 +56,6 @@ struct Tally {
 /// `release-reported`: every attempt reports its release as answered; signals are counted.
 #[derive(Debug, Default)]
 pub struct ReleaseReported {
-    attempts: Attempts,
     tallies: PerReplica<Tally>,
 }
 
@@ -68,11 +64,16 @@ impl ReleaseReported {
         ReleaseReported::default()
     }
 
-    fn answered(&mut self, replica: ReplicaId, call: u64, answer: Answer, event: &Stamped<Event>) {
-        let Some(booked) = self.attempts.booked(call) else {
+    /// Read on the before view: the call still booked, the attempt as it was.
+    fn answered(&mut self, event: &Stamped<Event>, call: u64, answer: Answer, facts: &Facts) {
+        let Some(replica) = event.event.replica else {
             return;
         };
-        let open = self.attempts.open(replica);
+        let attempts = facts.before();
+        let Some(booked) = attempts.booked(call) else {
+            return;
+        };
+        let open = attempts.open(replica);
         let ours = open.is_some_and(|o| Some(o.id) == booked.attempt);
         if ours && is_release(&booked.request) {
             let own = open.and_then(|o| o.token());
@@ -81,14 +82,16 @@ impl ReleaseReported {
         }
     }
 
+    /// `reported` and `claims_gone` are what the attempt's end said; the attempt is the
+    /// before view's (the end closes it).
     fn ended(
         &mut self,
-        replica: ReplicaId,
         event: &Stamped<Event>,
-        reported: ReleaseKind,
-        claims_gone: u64,
+        (reported, claims_gone): (ReleaseKind, u64),
+        facts: &Facts,
     ) -> Option<Violation> {
-        let id = self.attempts.open(replica).map(|o| o.id);
+        let replica = event.event.replica?;
+        let id = facts.before().open(replica).map(|o| o.id);
         let tally = self.tallies.at(replica);
         let (seen, answer) = match tally.seen.take() {
             Some((kind, answer)) => (kind, Some(answer)),
@@ -132,15 +135,16 @@ impl Checker<HolderLock> for ReleaseReported {
         Invariant::ReleaseReported
     }
 
+    /// Answers, restarts and attempt notes: the facts follow the calls.
     fn wants(&self, kind: &EventKind) -> bool {
-        worker_side(kind)
+        kind.bit() & (mask::ANSWERED | mask::RESTARTED | notes::ATTEMPTS) != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = event.event.replica?;
         let verdict = match event.event.kind {
             EventKind::Answered { call, answer, .. } => {
-                self.answered(replica, call, answer, event);
+                self.answered(event, call, answer, facts);
                 None
             }
             EventKind::Note(Note::AttemptEnded {
@@ -149,7 +153,7 @@ impl Checker<HolderLock> for ReleaseReported {
                 claims_gone,
                 ..
             }) if end != EndKind::AlreadyRunning => {
-                self.ended(replica, event, release, claims_gone)
+                self.ended(event, (release, claims_gone), facts)
             }
             EventKind::Restarted => {
                 *self.tallies.at(replica) = Tally::default();
@@ -157,22 +161,19 @@ impl Checker<HolderLock> for ReleaseReported {
             }
             _ => None,
         };
-        self.attempts.observe(event);
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `release-on-exit`: an attempt whose create won sends a release call before it ends.
 #[derive(Debug, Default)]
-pub struct ReleaseOnExit {
-    attempts: Attempts,
-}
+pub struct ReleaseOnExit {}
 
 impl ReleaseOnExit {
     pub fn new() -> ReleaseOnExit {
@@ -185,15 +186,17 @@ impl Checker<HolderLock> for ReleaseOnExit {
         Invariant::ReleaseOnExit
     }
 
+    /// Attempt notes only (an end is judged): the facts follow the rest.
     fn wants(&self, kind: &EventKind) -> bool {
-        worker_side(kind) || kind.bit() & notes::JOB != 0
+        kind.bit() & notes::ATTEMPTS != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = event.event.replica?;
         let verdict = match event.event.kind {
             EventKind::Note(Note::AttemptEnded { end, .. }) => {
-                let open = self.attempts.open(replica);
+                // The before view: the attempt the end closes.
+                let open = facts.before().open(replica);
                 open.filter(|o| o.won.is_some() && o.released.is_none())
                     .map(|open| {
                         let token = open.token().map(crate::events::TokenText);
@@ -211,13 +214,12 @@ impl Checker<HolderLock> for ReleaseOnExit {
             }
             _ => None,
         };
-        self.attempts.observe(event);
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

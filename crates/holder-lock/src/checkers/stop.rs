@@ -14,7 +14,7 @@ use leasesim_invariants::{At, PerReplica};
 use crate::HolderLock;
 use crate::events::{Event, EventKind, Note, Phase, Request, Stamped, notes};
 
-use super::track::Attempts;
+use super::facts::Facts;
 use super::{CheckConfig, Checker, Invariant, Violation};
 
 /// `stop-quiesces`: no new work after `stop()`.
@@ -53,7 +53,7 @@ impl Checker<HolderLock> for StopQuiesces {
         kind.bit() & (mask::CALL | mask::STOP_CALLED | mask::RESTARTED | notes::JOB) != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = event.event.replica?;
         match event.event.kind {
             EventKind::StopCalled => *self.stopped.at(replica) = Some(event.clone()),
@@ -77,25 +77,30 @@ impl Checker<HolderLock> for StopQuiesces {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `stop-joins`: at `StopResolved` no attempt is open and no call is pending.
 #[derive(Debug, Default)]
-pub struct StopJoins {
-    attempts: Attempts,
-}
+pub struct StopJoins {}
 
 impl StopJoins {
     pub fn new() -> StopJoins {
         StopJoins::default()
     }
 
-    fn judge(&self, event: &Stamped<Event>, replica: ReplicaId) -> Option<Violation> {
+    /// Judged on the after view (a stop's return moves no attempt nor call).
+    fn judge(
+        &self,
+        event: &Stamped<Event>,
+        replica: ReplicaId,
+        facts: &Facts,
+    ) -> Option<Violation> {
         let at = At(event.at_ms);
-        if let Some(open) = self.attempts.open(replica) {
+        let attempts = facts.after();
+        if let Some(open) = attempts.open(replica) {
             let sentence = format!(
                 "{replica}'s stop() returned at {at} while {} (begun at {}) had not ended",
                 open.id,
@@ -109,7 +114,7 @@ impl StopJoins {
                 sentence,
             ));
         }
-        let pending = self.attempts.unanswered(replica).next()?;
+        let pending = attempts.unanswered(replica).next()?;
         let name = leasesim_events::OpSet::name(pending.request.op());
         let sentence = format!(
             "{replica}'s stop() returned at {at} while its {name} sent at {} was unanswered",
@@ -130,21 +135,19 @@ impl Checker<HolderLock> for StopJoins {
         Invariant::StopJoins
     }
 
+    /// Stop returns only: the facts follow the attempts and calls.
     fn wants(&self, kind: &EventKind) -> bool {
-        let wanted =
-            mask::CALL | mask::ANSWERED | mask::RESTARTED | mask::STOP_RESOLVED | notes::ATTEMPTS;
-        kind.bit() & wanted != 0
+        kind.bit() & mask::STOP_RESOLVED != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
-        self.attempts.observe(event);
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         match event.event.kind {
-            EventKind::StopResolved => self.judge(event, event.event.replica?),
+            EventKind::StopResolved => self.judge(event, event.event.replica?, facts),
             _ => None,
         }
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -215,7 +218,7 @@ impl Checker<HolderLock> for Liveness {
         kind.bit() & wanted != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         if let Some(violation) = self.judge(event, event.at_ms) {
             return Some(violation);
         }
@@ -238,7 +241,7 @@ impl Checker<HolderLock> for Liveness {
         None
     }
 
-    fn finish(&mut self, end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, end_ms: u64, _facts: &Facts) -> Option<Violation> {
         let last = self.last.clone()?;
         if let Some(violation) = self.judge(&last, end_ms) {
             return Some(violation.dated(end_ms));

@@ -10,19 +10,20 @@ use leasesim_events::mask;
 use leasesim_invariants::At;
 
 use crate::HolderLock;
-use crate::events::{Event, EventKind, Key, Request, Stamped, TokenText, notes};
+use crate::events::{Event, EventKind, Key, Request, Stamped, TokenText};
 
-use super::track::{AttemptRef, Attempts};
+use super::facts::Facts;
+use super::track::AttemptRef;
 use super::{Checker, Invariant, Violation};
 
-fn worker_side(kind: &EventKind) -> bool {
-    kind.bit() & (mask::CALL | mask::ANSWERED | mask::RESTARTED | notes::ATTEMPTS) != 0
+/// Calls only (both checkers judge a call): the facts follow the attempts.
+fn calls(kind: &EventKind) -> bool {
+    kind.bit() & mask::CALL != 0
 }
 
 /// `fresh-token`: no two attempts create their claim with the same token.
 #[derive(Debug, Default)]
 pub struct FreshToken {
-    attempts: Attempts,
     /// Every token used so far, with its attempt and its create.
     used: Vec<(u64, AttemptRef, Stamped<Event>)>,
 }
@@ -39,11 +40,10 @@ impl Checker<HolderLock> for FreshToken {
     }
 
     fn wants(&self, kind: &EventKind) -> bool {
-        worker_side(kind)
+        calls(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
-        self.attempts.observe(event);
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let EventKind::Call {
             call,
             request:
@@ -56,7 +56,8 @@ impl Checker<HolderLock> for FreshToken {
         else {
             return None;
         };
-        let attempt = self.attempts.attempt_of(call)?;
+        // The after view: the call is booked to its attempt.
+        let attempt = facts.after().attempt_of(call)?;
         let earlier = self
             .used
             .iter()
@@ -85,7 +86,7 @@ impl Checker<HolderLock> for FreshToken {
         None
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -93,9 +94,7 @@ impl Checker<HolderLock> for FreshToken {
 /// `own-token`: renewals, conditional deletes and writes carry the attempt's own token,
 /// after its create won.
 #[derive(Debug, Default)]
-pub struct OwnToken {
-    attempts: Attempts,
-}
+pub struct OwnToken {}
 
 impl OwnToken {
     pub fn new() -> OwnToken {
@@ -119,18 +118,18 @@ impl Checker<HolderLock> for OwnToken {
     }
 
     fn wants(&self, kind: &EventKind) -> bool {
-        worker_side(kind)
+        calls(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = event.event.replica?;
         let judged = match event.event.kind {
             EventKind::Call { request, .. } => shown_token(&request).map(|t| (t, request)),
             _ => None,
         };
-        let open = self.attempts.open(replica).cloned();
-        self.attempts.observe(event);
         let (token, request) = judged?;
+        // The before view: the attempt as it was when it sent the call.
+        let open = facts.before().open(replica);
         let op = request.op();
         let name = leasesim_events::OpSet::name(op);
         let why = match &open {
@@ -161,7 +160,7 @@ impl Checker<HolderLock> for OwnToken {
         ))
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

@@ -1,5 +1,5 @@
-//! What checkers keep their state in; every checker owns its own instances and trusts no
-//! other checker's.
+//! What the checkers' shared facts are made of (see `super::facts`): the attempts and the
+//! claim model, derived from the events alone.
 //!
 //! Terminology:
 //! - *attempt ref*: an attempt's identity: its replica, the driver's number for it (what
@@ -103,6 +103,18 @@ impl Attempts {
     /// The attempt that sent `call`.
     pub fn attempt_of(&self, call: u64) -> Option<AttemptRef> {
         self.booked(call).and_then(|booked| booked.attempt)
+    }
+
+    /// Every booked call, in the book's order.
+    pub fn calls(&self) -> &[Booked] {
+        &self.book
+    }
+
+    /// Do these attempts and `other` agree on `replica`'s open attempt and on the size of
+    /// the book? (Two views that have seen the same events do.)
+    pub fn agree_on(&self, other: &Attempts, replica: ReplicaId) -> bool {
+        let id = |attempts: &Attempts| attempts.open(replica).map(|open| open.id);
+        self.book.len() == other.book.len() && id(self) == id(other)
     }
 
     /// Calls of `replica` sent and not answered.
@@ -259,7 +271,7 @@ pub enum Change {
 }
 
 /// The claim key, per the store's applies (see the module docs).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ClaimModel {
     current: Option<ClaimRecord>,
 }
