@@ -71,7 +71,7 @@ pub fn load_scenario(path: &std::path::Path) -> Result<Scenario, ScenarioError> 
 impl Judged for WorkItems {
     type Invariant = Invariant;
     type Situation = Situation;
-    type Facts = ();
+    type Facts = checkers::Facts;
 }
 
 /// The checker configuration of one run: what its workers were built with.

@@ -9,8 +9,10 @@
 //!   replica's note from the world).
 
 use leasesim_events::{EPOCH_MS, NetFailure, ReplicaId, Stamped};
-use leasesim_invariants::Checker;
-use leasesim_work_items::checkers::{AnyChecker, CheckConfig, Coverage, Invariant, checker_set};
+use leasesim_invariants::{Checker, Facts as _};
+use leasesim_work_items::checkers::{
+    AnyChecker, CheckConfig, Coverage, Facts, Invariant, checker_set,
+};
 use leasesim_work_items::events::{
     Answer, Applied, EndKind, ErrorCode, Event, EventKind, ItemState, ItemView, Key, LeaseView,
     LookupView, Mark, Note, Op, OpenItem, PassCounts, Phase, Prior, ProviderView, Request,
@@ -379,14 +381,18 @@ proptest! {
                 prop_assert!(violation.context.iter().all(|c| c.seq < violation.event.seq));
                 prop_assert!(!violation.sentence.is_empty());
             }
-            // Alone, outside a set, fed every event it wants: no panic either.
+            // Alone, outside a set, fed every event it wants, with facts of its own that see
+            // every event: no panic either.
             let mut lone = AnyChecker::new(invariant, &config);
+            let mut facts = Facts::default();
             for event in &events {
+                facts.enter(event);
                 if lone.wants(&event.event.kind) {
-                    let _ = lone.on_event(event, &());
+                    let _ = lone.on_event(event, &facts);
                 }
+                facts.leave(event);
             }
-            let _ = lone.finish(end_ms, &());
+            let _ = lone.finish(end_ms, &facts);
         }
     }
 }

@@ -11,9 +11,10 @@
 //! - *give up*: a release or fail the worker sends for its held claim.
 
 use leasesim_events::mask;
-use leasesim_invariants::{At, Checker, PerReplica};
+use leasesim_invariants::{At, Checker};
 
-use super::track::{Held, Ledger};
+use super::facts::Facts;
+use super::track::Held;
 use super::{CheckConfig, Invariant, Violation, notes_pass};
 use crate::events::{ErrorCode, Event, EventKind, Request, Stamped, WorkItems};
 use crate::render::{error_text, key_text};
@@ -52,9 +53,7 @@ fn answered_op(event: &Stamped<Event>) -> &'static str {
 
 /// `stop-on-lease-lost`: no write for an item after lease-lost under the same claim.
 #[derive(Debug, Default)]
-pub struct StopOnLeaseLost {
-    ledgers: PerReplica<Ledger>,
-}
+pub struct StopOnLeaseLost {}
 
 impl StopOnLeaseLost {
     pub fn new() -> StopOnLeaseLost {
@@ -71,9 +70,10 @@ impl Checker<WorkItems> for StopOnLeaseLost {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = event.event.replica?;
-        let ledger = self.ledgers.at(replica);
+        // The before view: the ledger as the worker stood when it sent or heard this.
+        let ledger = facts.ledger(replica);
         let verdict = match (event.event.kind, &ledger.held) {
             (EventKind::Call { request, .. }, Some(held))
                 if request.op().is_write()
@@ -96,11 +96,12 @@ impl Checker<WorkItems> for StopOnLeaseLost {
             }
             _ => None,
         };
-        ledger.observe(event);
-        verdict
+        // Moved out only when found: a violation is large, and most events find none.
+        let violation = verdict?;
+        Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -108,9 +109,7 @@ impl Checker<WorkItems> for StopOnLeaseLost {
 /// `reconcile-first`: after an ambiguous provider apply, a lookup of the same key comes
 /// before any other provider apply of the item.
 #[derive(Debug, Default)]
-pub struct ReconcileFirst {
-    ledgers: PerReplica<Ledger>,
-}
+pub struct ReconcileFirst {}
 
 impl ReconcileFirst {
     pub fn new() -> ReconcileFirst {
@@ -127,9 +126,10 @@ impl Checker<WorkItems> for ReconcileFirst {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = event.event.replica?;
-        let ledger = self.ledgers.at(replica);
+        // The before view: the ledger as the worker stood when it sent or heard this.
+        let ledger = facts.ledger(replica);
         let verdict = match (event.event.kind, &ledger.held) {
             (
                 EventKind::Call {
@@ -152,20 +152,19 @@ impl Checker<WorkItems> for ReconcileFirst {
             }),
             _ => None,
         };
-        ledger.observe(event);
-        verdict
+        // Moved out only when found: a violation is large, and most events find none.
+        let violation = verdict?;
+        Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `claim-token`: every write carries the held claim's item and token.
 #[derive(Debug, Default)]
-pub struct ClaimToken {
-    ledgers: PerReplica<Ledger>,
-}
+pub struct ClaimToken {}
 
 impl ClaimToken {
     pub fn new() -> ClaimToken {
@@ -212,9 +211,10 @@ impl Checker<WorkItems> for ClaimToken {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = event.event.replica?;
-        let ledger = self.ledgers.at(replica);
+        // The before view: the ledger as the worker stood when it sent or heard this.
+        let ledger = facts.ledger(replica);
         let verdict = match event.event.kind {
             EventKind::Call { request, .. } => foreign(&request, ledger.held.as_ref()).map(|why| {
                 let sentence = format!("{}, but {why}", sent_words(replica, &request, event.at_ms));
@@ -226,11 +226,12 @@ impl Checker<WorkItems> for ClaimToken {
             }),
             _ => None,
         };
-        ledger.observe(event);
-        verdict
+        // Moved out only when found: a violation is large, and most events find none.
+        let violation = verdict?;
+        Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -239,14 +240,12 @@ impl Checker<WorkItems> for ClaimToken {
 #[derive(Debug)]
 pub struct GiveUpPolicy {
     max_attempts: u32,
-    ledgers: PerReplica<Ledger>,
 }
 
 impl GiveUpPolicy {
     pub fn new(config: &CheckConfig) -> GiveUpPolicy {
         GiveUpPolicy {
             max_attempts: config.max_attempts,
-            ledgers: PerReplica::default(),
         }
     }
 }
@@ -303,9 +302,10 @@ impl Checker<WorkItems> for GiveUpPolicy {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = event.event.replica?;
-        let ledger = self.ledgers.at(replica);
+        // The before view: the ledger as the worker stood when it sent or heard this.
+        let ledger = facts.ledger(replica);
         let given_up = match event.event.kind {
             EventKind::Call {
                 request: request @ Request::Release { item, error, .. },
@@ -335,11 +335,12 @@ impl Checker<WorkItems> for GiveUpPolicy {
                 sentence,
             ))
         });
-        ledger.observe(event);
-        verdict
+        // Moved out only when found: a violation is large, and most events find none.
+        let violation = verdict?;
+        Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

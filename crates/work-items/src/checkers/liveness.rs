@@ -10,6 +10,7 @@
 use leasesim_events::mask;
 use leasesim_invariants::{At, Checker, PerReplica, Ring};
 
+use super::facts::Facts;
 use super::{Invariant, Violation, notes_tally};
 use crate::events::{ClockMs, Event, EventKind, ItemState, Note, Phase, Stamped, WorkItems};
 
@@ -90,7 +91,7 @@ impl Checker<WorkItems> for ItemsSettle {
         kind.bit() & (mask::PHASE | stops | notes_tally()) != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         match (event.event.kind, event.event.replica) {
             (EventKind::Phase(Phase::Liveness), _) => self.healed = Some(event.clone()),
             (EventKind::Phase(Phase::End), _) => return self.unresolved(Some(event), event.at_ms),
@@ -111,7 +112,7 @@ impl Checker<WorkItems> for ItemsSettle {
         None
     }
 
-    fn finish(&mut self, end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, end_ms: u64, _facts: &Facts) -> Option<Violation> {
         self.unresolved(None, end_ms)
     }
 }

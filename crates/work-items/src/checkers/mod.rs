@@ -2,9 +2,11 @@
 //!
 //! Terminology:
 //! - *checker*: reads the events of one run in order and reports an event that breaks its
-//!   invariant as a [`Violation`]. Every checker keeps its own state, derives everything from
-//!   the events (the items from the services' `Applied` events, the claims from the worker's
-//!   calls and answers) and trusts no other checker, nor the service.
+//!   invariant as a [`Violation`]. Every checker derives everything from the events (the items
+//!   from the services' `Applied` events, the claims from the worker's calls and answers) and
+//!   trusts no service; the item book and the replicas' ledgers every checker follows are kept
+//!   once, as the run's shared [`Facts`], and each checker's verdict logic and own state stay
+//!   its own.
 //! - *service side*: what the store and the provider applied (`stale-apply`, `stale-done`,
 //!   `claimable-only`, `effect-once`, `done-after-effect`).
 //! - *worker side*: what a worker sent and reported (`stop-on-lease-lost`, `reconcile-first`,
@@ -19,6 +21,7 @@
 
 mod claims;
 mod coverage;
+mod facts;
 mod invariant;
 mod liveness;
 mod report;
@@ -33,6 +36,7 @@ mod track;
 pub mod audit {}
 
 pub use coverage::{Coverage, Situation, SituationSet};
+pub use facts::Facts;
 pub use invariant::Invariant;
 pub use leasesim_invariants::Checker;
 
@@ -101,13 +105,13 @@ macro_rules! any_checker {
                 }
             }
 
-            fn on_event(&mut self, event: &Stamped<Event>, facts: &()) -> Option<Violation> {
+            fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
                 match self {
                     $(AnyChecker::$variant(checker) => checker.on_event(event, facts),)*
                 }
             }
 
-            fn finish(&mut self, end_ms: u64, facts: &()) -> Option<Violation> {
+            fn finish(&mut self, end_ms: u64, facts: &Facts) -> Option<Violation> {
                 match self {
                     $(AnyChecker::$variant(checker) => checker.finish(end_ms, facts),)*
                 }

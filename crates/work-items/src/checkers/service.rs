@@ -10,12 +10,14 @@
 //! - *application*: the provider really carrying out an item's effect (a duplicate key is
 //!   not one).
 //!
-//! Each checker keeps its own [`ItemBook`], replayed from the `Applied` events, and the
-//! `Call` events of the writes it judges (to say when they were sent).
+//! Each checker reads the item book of the run's shared facts (replayed from the `Applied`
+//! events, as of the events before the one judged) and keeps the `Call` events of the writes
+//! it judges (to say when they were sent).
 
 use leasesim_invariants::{At, CallBook, Checker};
 
-use super::track::{BookItem, ItemBook};
+use super::facts::Facts;
+use super::track::BookItem;
 use super::{Invariant, Violation};
 use leasesim_events::mask;
 
@@ -84,7 +86,6 @@ fn book_call(
 /// `stale-apply`: every applied chunk carried the item's live claim token.
 #[derive(Debug, Default)]
 pub struct StaleApply {
-    book: ItemBook,
     calls: CallBook<Stamped<Event>>,
 }
 
@@ -103,7 +104,7 @@ impl Checker<WorkItems> for StaleApply {
         service_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let wanted = |r: &Request| r.op() == Op::Apply;
         let sent = book_call(&mut self.calls, event, wanted).and_then(|(_, sent)| sent);
         let verdict = match event.event.kind {
@@ -114,9 +115,9 @@ impl Checker<WorkItems> for StaleApply {
                     },
                 ..
             } => {
-                let live = self.book.live(item, event);
+                let live = facts.live(item, event);
                 (live != Some(token)).then(|| {
-                    let entry = self.book.get(item);
+                    let entry = facts.item(item);
                     let sentence = format!(
                         "the store applied chunk {chunk} of item {item} under token {token} at \
                          {}{}, but {}",
@@ -130,11 +131,12 @@ impl Checker<WorkItems> for StaleApply {
             }
             _ => None,
         };
-        self.book.observe(event);
-        verdict
+        // Moved out only when found: a violation is large, and most events find none.
+        let violation = verdict?;
+        Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -142,7 +144,6 @@ impl Checker<WorkItems> for StaleApply {
 /// `stale-done`: every done-mark carried the item's live claim token.
 #[derive(Debug, Default)]
 pub struct StaleDone {
-    book: ItemBook,
     calls: CallBook<Stamped<Event>>,
 }
 
@@ -161,7 +162,7 @@ impl Checker<WorkItems> for StaleDone {
         service_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let wanted = |r: &Request| r.op() == Op::Done;
         let sent = book_call(&mut self.calls, event, wanted).and_then(|(_, sent)| sent);
         let verdict = match event.event.kind {
@@ -176,9 +177,9 @@ impl Checker<WorkItems> for StaleDone {
                     },
                 ..
             } => {
-                let live = self.book.live(item, event);
+                let live = facts.live(item, event);
                 (live != Some(token)).then(|| {
-                    let entry = self.book.get(item);
+                    let entry = facts.item(item);
                     let sentence = format!(
                         "the store marked item {item} done under token {token} at {}{}, but {}",
                         At(event.at_ms),
@@ -191,29 +192,35 @@ impl Checker<WorkItems> for StaleDone {
             }
             _ => None,
         };
-        self.book.observe(event);
-        verdict
+        // Moved out only when found: a violation is large, and most events find none.
+        let violation = verdict?;
+        Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `claimable-only`: claims are granted on claimable items only.
 #[derive(Debug, Default)]
-pub struct ClaimableOnly {
-    book: ItemBook,
-}
+pub struct ClaimableOnly {}
 
 impl ClaimableOnly {
     pub fn new() -> ClaimableOnly {
         ClaimableOnly::default()
     }
 
-    fn judge(&mut self, event: &Stamped<Event>, item: u32, token: u64) -> Option<Violation> {
-        let live = self.book.live(item, event);
-        let entry = self.book.get(item);
+    /// Judged on the before view: the item as it was when the claim was granted.
+    fn judge(
+        &self,
+        event: &Stamped<Event>,
+        item: u32,
+        token: u64,
+        facts: &Facts,
+    ) -> Option<Violation> {
+        let live = facts.live(item, event);
+        let entry = facts.item(item);
         let why = match (entry.state, live) {
             (ItemState::Done | ItemState::Failed, _) => {
                 let marked = entry.marked.as_ref().map_or(0, |e| e.at_ms);
@@ -255,28 +262,27 @@ impl Checker<WorkItems> for ClaimableOnly {
         kind.bit() & mask::APPLIED != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let verdict = match event.event.kind {
             EventKind::Applied {
                 applied: Applied::Claimed { item, token, .. },
                 ..
-            } => self.judge(event, item, token),
+            } => self.judge(event, item, token, facts),
             _ => None,
         };
-        self.book.observe(event);
-        verdict
+        // Moved out only when found: a violation is large, and most events find none.
+        let violation = verdict?;
+        Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `effect-once`: the provider carries out each item's effect at most once.
 #[derive(Debug, Default)]
-pub struct EffectOnce {
-    book: ItemBook,
-}
+pub struct EffectOnce {}
 
 impl EffectOnce {
     pub fn new() -> EffectOnce {
@@ -293,14 +299,14 @@ impl Checker<WorkItems> for EffectOnce {
         kind.bit() & mask::APPLIED != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let verdict =
             match event.event.kind {
                 EventKind::Applied {
                     applied: Applied::ProviderApplied { item, key },
                     ..
                 } => {
-                    let entry = self.book.get(item);
+                    let entry = facts.item(item);
                     entry.first_effect.as_ref().map(|first| {
                     let first_key = match first.event.kind {
                         EventKind::Applied {
@@ -322,20 +328,19 @@ impl Checker<WorkItems> for EffectOnce {
                 }
                 _ => None,
             };
-        self.book.observe(event);
-        verdict
+        // Moved out only when found: a violation is large, and most events find none.
+        let violation = verdict?;
+        Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
 
 /// `done-after-effect`: a done-mark comes only after the whole effect was applied.
 #[derive(Debug, Default)]
-pub struct DoneAfterEffect {
-    book: ItemBook,
-}
+pub struct DoneAfterEffect {}
 
 impl DoneAfterEffect {
     pub fn new() -> DoneAfterEffect {
@@ -352,7 +357,7 @@ impl Checker<WorkItems> for DoneAfterEffect {
         kind.bit() & mask::APPLIED != 0
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let verdict = match event.event.kind {
             EventKind::Applied {
                 applied:
@@ -365,7 +370,7 @@ impl Checker<WorkItems> for DoneAfterEffect {
                     },
                 ..
             } => {
-                let entry = self.book.get(item);
+                let entry = facts.item(item);
                 let missing = match entry.missing_chunk() {
                     Some(chunk) => Some(format!(
                         "chunk {chunk} of its {} was never applied",
@@ -387,11 +392,12 @@ impl Checker<WorkItems> for DoneAfterEffect {
             }
             _ => None,
         };
-        self.book.observe(event);
-        verdict
+        // Moved out only when found: a violation is large, and most events find none.
+        let violation = verdict?;
+        Some(violation)
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

@@ -12,15 +12,14 @@
 use leasesim_invariants::{At, Checker, PerReplica};
 
 use super::claims::worker_kinds;
+use super::facts::Facts;
 use super::track::Ledger;
 use super::{Invariant, Violation};
 use crate::events::{Event, EventKind, Op, Stamped, WorkItems};
 
 /// `stop-quiesces`: after `stop()` nothing but a release or fail is sent.
 #[derive(Debug, Default)]
-pub struct StopQuiesces {
-    ledgers: PerReplica<Ledger>,
-}
+pub struct StopQuiesces {}
 
 impl StopQuiesces {
     pub fn new() -> StopQuiesces {
@@ -37,10 +36,10 @@ impl Checker<WorkItems> for StopQuiesces {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = event.event.replica?;
-        let ledger = self.ledgers.at(replica);
-        let verdict = match (event.event.kind, &ledger.stop) {
+        // The before view: the stop of this incarnation, if it came before this call.
+        match (event.event.kind, &facts.ledger(replica).stop) {
             (EventKind::Call { request, .. }, Some(stop))
                 if !matches!(request.op(), Op::Release | Op::Fail) =>
             {
@@ -62,12 +61,10 @@ impl Checker<WorkItems> for StopQuiesces {
                 ))
             }
             _ => None,
-        };
-        ledger.observe(event);
-        verdict
+        }
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -82,18 +79,12 @@ struct HeldAtStop {
     answered: bool,
 }
 
-/// What `stop-joins` keeps per replica.
-#[derive(Debug, Default)]
-struct Joining {
-    ledger: Ledger,
-    held_at_stop: Option<HeldAtStop>,
-}
-
 /// `stop-joins`: `stop()` returns only once the pass ended, nothing is in flight and the
 /// claim held at the stop was settled.
 #[derive(Debug, Default)]
 pub struct StopJoins {
-    replicas: PerReplica<Joining>,
+    /// Per replica: the claim its current incarnation held, unsettled, at its stop.
+    held_at_stop: PerReplica<Option<HeldAtStop>>,
 }
 
 impl StopJoins {
@@ -102,9 +93,11 @@ impl StopJoins {
     }
 }
 
-/// Why a stop that resolves now resolves too early, if it does.
-fn too_early(joining: &Joining) -> Option<(String, Option<&Stamped<Event>>)> {
-    let ledger = &joining.ledger;
+/// Why a stop that resolves now resolves too early, if it does (`ledger`: the before view).
+fn too_early<'a>(
+    ledger: &'a Ledger,
+    held_at_stop: Option<&'a HeldAtStop>,
+) -> Option<(String, Option<&'a Stamped<Event>>)> {
     if let Some(pass) = &ledger.pass {
         return Some((
             format!("its pass begun at {} had not ended", At(pass.at_ms)),
@@ -118,7 +111,7 @@ fn too_early(joining: &Joining) -> Option<(String, Option<&Stamped<Event>>)> {
             Some(call),
         ));
     }
-    let held = joining.held_at_stop.as_ref().filter(|h| !h.answered)?;
+    let held = held_at_stop.filter(|h| !h.answered)?;
     Some((
         format!(
             "the claim it held at the stop (item {}, token {}) was neither given back nor \
@@ -129,11 +122,11 @@ fn too_early(joining: &Joining) -> Option<(String, Option<&Stamped<Event>>)> {
     ))
 }
 
-impl Joining {
-    fn observe(&mut self, event: &Stamped<Event>) {
-        if event.event.kind == EventKind::StopCalled {
-            self.held_at_stop = self
-                .ledger
+/// Follows the claim held at the stop through `event` (`ledger`: the before view).
+fn follow(held_at_stop: &mut Option<HeldAtStop>, ledger: &Ledger, event: &Stamped<Event>) {
+    match event.event.kind {
+        EventKind::StopCalled => {
+            *held_at_stop = ledger
                 .held
                 .as_ref()
                 .filter(|held| !held.settled())
@@ -144,19 +137,19 @@ impl Joining {
                     answered: false,
                 });
         }
-        let answered = self.ledger.observe(event);
-        if let (Some(request), Some(held), EventKind::Answered { answer, .. }) =
-            (answered, &mut self.held_at_stop, event.event.kind)
-        {
+        EventKind::Answered { call, answer, .. } => {
+            let (Some(request), Some(held)) = (ledger.request_of(call), held_at_stop.as_mut())
+            else {
+                return;
+            };
             let ends = matches!(request.op(), Op::Release | Op::Fail | Op::Done)
                 || answer == crate::events::Answer::LeaseLost;
             if ends && request.item() == Some(held.item) && request.token() == Some(held.token) {
                 held.answered = true;
             }
         }
-        if event.event.kind == EventKind::Restarted {
-            self.held_at_stop = None;
-        }
+        EventKind::Restarted => *held_at_stop = None,
+        _ => {}
     }
 }
 
@@ -169,27 +162,30 @@ impl Checker<WorkItems> for StopJoins {
         worker_kinds(kind)
     }
 
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &()) -> Option<Violation> {
+    fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = event.event.replica?;
-        let joining = self.replicas.at(replica);
+        let ledger = facts.ledger(replica);
+        let held_at_stop = self.held_at_stop.at(replica);
         let verdict = match event.event.kind {
-            EventKind::StopResolved => too_early(joining).map(|(why, culprit)| {
-                let stop = joining.ledger.stop.as_ref();
-                let called =
-                    stop.map_or(String::new(), |s| format!(" (called at {})", At(s.at_ms)));
-                let sentence = format!(
-                    "{replica}'s stop(){called} returned at {}, but {why}",
-                    At(event.at_ms)
-                );
-                Violation::new(Invariant::StopJoins, event, [stop, culprit], sentence)
-            }),
+            EventKind::StopResolved => {
+                too_early(ledger, held_at_stop.as_ref()).map(|(why, culprit)| {
+                    let stop = ledger.stop.as_ref();
+                    let called =
+                        stop.map_or(String::new(), |s| format!(" (called at {})", At(s.at_ms)));
+                    let sentence = format!(
+                        "{replica}'s stop(){called} returned at {}, but {why}",
+                        At(event.at_ms)
+                    );
+                    Violation::new(Invariant::StopJoins, event, [stop, culprit], sentence)
+                })
+            }
             _ => None,
         };
-        joining.observe(event);
+        follow(held_at_stop, ledger, event);
         verdict
     }
 
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation> {
+    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

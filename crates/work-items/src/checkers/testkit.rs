@@ -324,14 +324,19 @@ impl Script {
     }
 }
 
-/// Feeds the script to `checker`; the first violation (finish at the last time).
+/// Feeds the script to `checker`, with facts of its own that see every event; the first
+/// violation (finish at the last time).
 pub(crate) fn run(checker: &mut AnyChecker, script: &Script) -> Option<Violation> {
+    use leasesim_invariants::Facts as _;
+    let mut facts = super::Facts::default();
     for event in &script.events {
-        if let Some(violation) = checker.on_event(event, &()) {
+        facts.enter(event);
+        if let Some(violation) = checker.on_event(event, &facts) {
             return Some(violation);
         }
+        facts.leave(event);
     }
-    checker.finish(script.now_ms(), &())
+    checker.finish(script.now_ms(), &facts)
 }
 
 /// Runs the script through `invariant`'s checker with the test configuration.

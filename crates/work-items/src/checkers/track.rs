@@ -1,5 +1,5 @@
-//! What checkers follow, each in its own instance: the items as the services changed them,
-//! and each replica's passes and claims as its worker saw them.
+//! What the checkers' shared facts are made of (see `super::facts`): the items as the services
+//! changed them, and each replica's passes and claims as its worker saw them.
 //!
 //! Terminology:
 //! - *book*: the items as the `Applied` events changed them (claims, renewals, chunks,
@@ -41,21 +41,27 @@ pub(crate) struct BookItem {
 
 impl Default for BookItem {
     fn default() -> Self {
-        BookItem {
-            state: ItemState::Pending,
-            token: 0,
-            expires_at_ms: 0,
-            chunks: 0,
-            applied: 0,
-            applications: 0,
-            claimed: None,
-            marked: None,
-            first_effect: None,
-        }
+        BookItem::UNTOUCHED
     }
 }
 
+/// An item no apply has touched.
+static UNTOUCHED: BookItem = BookItem::UNTOUCHED;
+
 impl BookItem {
+    /// An item no apply has touched: pending, never claimed.
+    pub const UNTOUCHED: BookItem = BookItem {
+        state: ItemState::Pending,
+        token: 0,
+        expires_at_ms: 0,
+        chunks: 0,
+        applied: 0,
+        applications: 0,
+        claimed: None,
+        marked: None,
+        first_effect: None,
+    };
+
     /// The first chunk not applied yet.
     pub fn missing_chunk(&self) -> Option<u32> {
         (0..self.chunks).find(|&c| self.applied & (1u64 << c.min(63)) == 0)
@@ -74,7 +80,7 @@ pub(crate) struct ItemBook {
 }
 
 impl ItemBook {
-    pub fn get(&mut self, item: u32) -> &mut BookItem {
+    fn get(&mut self, item: u32) -> &mut BookItem {
         let index = item as usize;
         if index >= self.items.len() {
             self.items.resize_with(index + 1, BookItem::default);
@@ -82,10 +88,15 @@ impl ItemBook {
         &mut self.items[index]
     }
 
+    /// `item` as the applies so far left it.
+    pub fn item(&self, item: u32) -> &BookItem {
+        self.items.get(item as usize).unwrap_or(&UNTOUCHED)
+    }
+
     /// The live claim's token of `item` at `event`'s instant.
-    pub fn live(&mut self, item: u32, event: &Stamped<Event>) -> Option<u64> {
+    pub fn live(&self, item: u32, event: &Stamped<Event>) -> Option<u64> {
         let now_ms = store_ms(event);
-        let entry = self.get(item);
+        let entry = self.item(item);
         (entry.state == ItemState::Claimed && now_ms < entry.expires_at_ms).then_some(entry.token)
     }
 
@@ -281,6 +292,31 @@ pub(crate) struct Ledger {
 }
 
 impl Ledger {
+    /// A replica before its first event: no pass, nothing in flight, no claim, no stop.
+    pub const EMPTY: Ledger = Ledger {
+        pass: None,
+        in_flight: Vec::new(),
+        held: None,
+        stop: None,
+        counts: PassCounts {
+            done: 0,
+            failed: 0,
+            released: 0,
+            lost: 0,
+            abandoned: 0,
+        },
+        unended: 0,
+        status: None,
+        unavailable: None,
+        pass_calls: 0,
+    };
+
+    /// The request of `call`, if it is in flight.
+    pub fn request_of(&self, call: u64) -> Option<Request> {
+        let sent = self.in_flight.iter().find(|(id, _, _)| *id == call);
+        sent.map(|(_, request, _)| *request)
+    }
+
     fn close_held(&mut self) {
         let Some(held) = self.held.take() else {
             return;
