@@ -59,6 +59,40 @@ impl Rows {
 
     /// The first index at or after `start` whose row was created at or after `bound_ms`.
     fn first_at_or_after(&self, start: usize, bound_ms: u64) -> usize {
+        let found = match *self {
+            Rows::Spread {
+                count,
+                from_ms,
+                span_ms,
+            } => Rows::first_spread(count, from_ms, span_ms, bound_ms),
+            Rows::Listed(_) => self.search(start, bound_ms),
+        };
+        let first = found.min(self.len()).max(start);
+        // invariant: every row before the answer is older than the bound, and (rows being
+        // sorted) the one at it is not.
+        debug_assert!(first == start || self.created_ms(first - 1) < bound_ms);
+        debug_assert!(first >= self.len() || self.created_ms(first) >= bound_ms);
+        first
+    }
+
+    /// The first index of a spread whose row was created at or after `bound_ms`, worked out
+    /// from `created_ms`'s formula: row `i` is created at `from + floor(span * i / steps)`,
+    /// at or after the bound exactly when `span * i >= (bound - from) * steps`.
+    fn first_spread(count: u64, from_ms: u64, span_ms: u64, bound_ms: u64) -> usize {
+        let Some(late_ms) = bound_ms.checked_sub(from_ms).filter(|&late_ms| late_ms > 0) else {
+            return 0;
+        };
+        if span_ms == 0 {
+            // Every row is created at `from_ms`, before the bound.
+            return usize::MAX;
+        }
+        let steps = u128::from(count.saturating_sub(1).max(1));
+        let first = (u128::from(late_ms) * steps).div_ceil(u128::from(span_ms));
+        usize::try_from(first).unwrap_or(usize::MAX)
+    }
+
+    /// Binary search from `start` for the first row created at or after `bound_ms`.
+    fn search(&self, start: usize, bound_ms: u64) -> usize {
         let (mut lo, mut hi) = (start, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -68,10 +102,8 @@ impl Rows {
                 hi = mid
             }
         }
-        // invariant: every row before the answer is older than the bound, and (rows being
-        // sorted) the one at it is not.
-        debug_assert!(lo >= start && lo <= self.len());
-        debug_assert!(lo == self.len() || self.created_ms(lo) >= bound_ms);
+        // invariant: the search stays within `start..=len`.
+        debug_assert!(lo == start.max(lo) && lo <= self.len().max(start));
         lo
     }
 }
@@ -250,6 +282,25 @@ mod tests {
             "rows at 20,30 are left of them"
         );
         assert_eq!(RecordStore::spread(0, 5, 9, true).eligible(100, 10, 100), 0);
+    }
+
+    proptest::proptest! {
+        /// The spread's first row at or after a bound, worked out from the formula, is the
+        /// one a binary search over the computed rows finds (large spans and counts
+        /// included, where the formula's products need 128 bits).
+        #[test]
+        fn a_spreads_first_row_after_a_bound_is_the_searched_one(
+            count in proptest::prop_oneof![0u64..40, 0u64..=u64::from(u32::MAX)],
+            from_ms in proptest::prop_oneof![0u64..100, 0u64..=u64::MAX / 2],
+            span_ms in proptest::prop_oneof![0u64..100, 0u64..=u64::MAX / 2],
+            bound_ms in proptest::prop_oneof![0u64..300, proptest::num::u64::ANY],
+            start in 0usize..50,
+        ) {
+            let rows = Rows::Spread { count, from_ms, span_ms };
+            let start = start.min(rows.len());
+            let searched = rows.search(start, bound_ms);
+            proptest::prop_assert_eq!(rows.first_at_or_after(start, bound_ms), searched);
+        }
     }
 
     #[test]
