@@ -203,7 +203,7 @@ impl Coverage {
         }
     }
 
-    fn answered(&mut self, call: u64, answer: Answer, replica: &mut Replica) -> Option<Situation> {
+    fn answered(call: u64, answer: Answer, replica: &mut Replica) -> Option<Situation> {
         let index = replica.in_flight.iter().position(|(id, _)| *id == call)?;
         let (_, request) = replica.in_flight.swap_remove(index);
         match (request, answer) {
@@ -231,7 +231,7 @@ impl Coverage {
         let Some(id) = event.event.replica else {
             return;
         };
-        let mut replica = std::mem::take(self.replicas.at(id));
+        let replica = self.replicas.at(id);
         match event.event.kind {
             EventKind::Call { call, request } => replica.in_flight.push((call, request)),
             EventKind::Answered { call, answer, .. } => {
@@ -239,7 +239,7 @@ impl Coverage {
                 if answer == Answer::LeaseLost && progressed {
                     self.reached.insert(Situation::LeaseLostMidItem);
                 }
-                if let Some(situation) = self.answered(call, answer, &mut replica) {
+                if let Some(situation) = Coverage::answered(call, answer, replica) {
                     self.reached.insert(situation);
                 }
                 if matches!(answer, Answer::LeaseLost | Answer::Ok) {
@@ -255,10 +255,9 @@ impl Coverage {
                     self.reached.insert(Situation::PassDeadline);
                 }
             }
-            EventKind::Restarted => replica = Replica::default(),
+            EventKind::Restarted => *replica = Replica::default(),
             _ => {}
         }
-        *self.replicas.at(id) = replica;
     }
 
     /// Reads one event of the run.

@@ -182,7 +182,9 @@ impl Checker<WorkItems> for StopJoins {
             _ => None,
         };
         follow(held_at_stop, ledger, event);
-        verdict
+        // Moved out only when found: a violation is large, and most events find none.
+        let violation = verdict?;
+        Some(violation)
     }
 
     fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
