@@ -59,6 +59,8 @@ impl Rows {
 
     /// The first index at or after `start` whose row was created at or after `bound_ms`.
     fn first_at_or_after(&self, start: usize, bound_ms: u64) -> usize {
+        // invariant: the search starts within the rows (the head never passes the end).
+        debug_assert!(start <= self.len());
         let found = match *self {
             Rows::Spread {
                 count,
@@ -103,7 +105,7 @@ impl Rows {
             }
         }
         // invariant: the search stays within `start..=len`.
-        debug_assert!(lo == start.max(lo) && lo <= self.len().max(start));
+        debug_assert!(lo >= start && lo <= self.len());
         lo
     }
 }

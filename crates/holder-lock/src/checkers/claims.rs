@@ -146,11 +146,9 @@ impl NoThirdWorker {
                 let current = facts.claims_after().current();
                 for job in &mut self.running {
                     if let Some(claim) = job.claim.as_mut()
-                        && current
-                            .as_ref()
-                            .is_some_and(|c| c.made.seq == claim.made.seq)
+                        && current.is_some_and(|c| c.made.seq == claim.made.seq)
                     {
-                        claim.expires_at_ms = current.as_ref().map_or(0, |c| c.expires_at_ms);
+                        claim.expires_at_ms = current.map_or(0, |c| c.expires_at_ms);
                     }
                 }
             }
@@ -457,7 +455,7 @@ impl Checker<HolderLock> for ClaimKept {
     }
 
     fn finish(&mut self, end_ms: u64, facts: &Facts) -> Option<Violation> {
-        // invariant: after the last event the before view has caught up.
+        // After the last event the before view has caught up with the after view.
         let (claim, _) = self.holder(facts.claims_before(), facts.before())?;
         let last = claim.made.clone();
         self.judge(&last, end_ms, facts).map(|v| v.dated(end_ms))

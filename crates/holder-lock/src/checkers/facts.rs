@@ -7,7 +7,7 @@
 //!   judged did to it (an `Applied` only).
 //! - *before view*: as of the events before the one being judged; *after view*: including it.
 //!
-//! Nine checkers used to keep attempts of their own (five also a claim model), each fed only
+//! Ten checkers used to keep attempts of their own (five also a claim model), each fed only
 //! the kinds of event it reads. Both views here see every event. A checker that judged an
 //! event before taking it in reads the before view, one that took it in first the after view.
 //! Where a checker used to skip a kind (job notes, for the token and release checkers), the
@@ -60,6 +60,8 @@ impl Facts {
 
 impl leasesim_invariants::Facts<HolderLock> for Facts {
     fn enter(&mut self, event: &Stamped<Event>) {
+        // invariant: a change is the judged event's only; `leave` forgot the last one.
+        debug_assert!(self.change.is_none());
         if let Some(replica) = event.event.replica {
             // invariant: between events the two views agree.
             debug_assert!(self.before.agree_on(&self.after, replica));
@@ -108,7 +110,7 @@ mod tests {
 
     use super::*;
     use crate::checkers::track::{AttemptRef, ClaimRecord};
-    use crate::events::{Answer, Applied, EPOCH_MS, EndKind, Held, Key, Note, Phase};
+    use crate::events::{Answer, Applied, EPOCH_MS, EndKind, Held, Key, Note, Op, Phase};
     use crate::events::{ReleaseKind, Request, notes};
 
     const CLAIM_EVENTS: u32 = mask::CALL
@@ -162,6 +164,7 @@ mod tests {
         Option<(u64, u64)>,
         Option<u64>,
         Option<u64>,
+        Option<u64>,
     );
     type JobSummary = (Option<u64>, bool, bool);
 
@@ -188,8 +191,15 @@ mod tests {
                 .map(|open| {
                     open.map(|o| {
                         let create = o.create.as_ref().map(|(token, at)| (*token, at.seq));
-                        let released = seq(o.released.as_ref());
-                        (o.id, o.started.seq, create, seq(o.won.as_ref()), released)
+                        let (won, lost) = (seq(o.won.as_ref()), seq(o.lost.as_ref()));
+                        (
+                            o.id,
+                            o.started.seq,
+                            create,
+                            won,
+                            lost,
+                            seq(o.released.as_ref()),
+                        )
                     })
                 })
                 .collect(),
@@ -230,6 +240,9 @@ mod tests {
         Stop(u16, bool),
         Paused(u16, u64),
         Healed,
+        /// A kind no view reacts to: an expiry note, a rejected call, a lost reply, clock and
+        /// task events.
+        Other(u16, u8, usize),
     }
 
     fn step() -> impl Strategy<Value = Step> {
@@ -245,8 +258,9 @@ mod tests {
                 .prop_map(|(r, c, a, t, d)| Step::Applied(r, c, a, t, d)),
             2 => (r.clone(), 0u8..4).prop_map(|(r, j)| Step::Job(r, j)),
             1 => (r.clone(), any::<bool>()).prop_map(|(r, s)| Step::Stop(r, s)),
-            1 => (r, 1u64..200).prop_map(|(r, d)| Step::Paused(r, d)),
+            1 => (r.clone(), 1u64..200).prop_map(|(r, d)| Step::Paused(r, d)),
             1 => Just(Step::Healed),
+            2 => (r, 0u8..8, any::<usize>()).prop_map(|(r, o, c)| Step::Other(r, o, c)),
         ]
     }
 
@@ -329,6 +343,24 @@ mod tests {
         }
     }
 
+    /// An event of a kind the views ignore (but the checkers' feeds may include).
+    fn other_kind(pick: u8, call: u64, op: Op, by: ReplicaId) -> EventKind {
+        let held = Held { token: 1, by };
+        match pick {
+            0 => EventKind::Note(Note::Expired {
+                key: Key::Claim,
+                held,
+            }),
+            1 => EventKind::Rejected { call, op },
+            2 => EventKind::ReplyLost { call },
+            3 => EventKind::ClockRead { now_ms: EPOCH_MS },
+            4 => EventKind::TimerSet { duration_ms: 5 },
+            5 => EventKind::Resumed,
+            6 => EventKind::ClockJumped { by_ms: -2 },
+            _ => EventKind::TaskStarted { task: 1, name: "t" },
+        }
+    }
+
     /// The events of `steps`, with unique seqs, rising times and call ids equal to seqs.
     fn stream(steps: &[Step]) -> Vec<Stamped<Event>> {
         let mut calls: Vec<(u64, Request)> = Vec::new();
@@ -374,6 +406,10 @@ mod tests {
                         until_ms: at_ms + d,
                     },
                 ),
+                Step::Other(r, other, c) => {
+                    let (call, op) = pick(c).map_or((0, Op::Get), |(call, r)| (call, r.op()));
+                    (r, other_kind(other, call, op, ReplicaId(r)))
+                }
                 Step::Healed => {
                     let event = Event {
                         replica: None,

@@ -8,7 +8,7 @@
 //!   ledger or the book judged an event before taking it in, so the before view is the only
 //!   one kept: both are moved on when every checker has read the event.
 //!
-//! Six checkers used to keep every replica's ledger and five the book, each fed only the kinds
+//! Seven checkers used to keep every replica's ledger and five the book, each fed only the kinds
 //! it reads. A ledger moves on calls, answers, pass notes, stops and restarts only, the book on
 //! applies only, all within what those checkers read; the test below holds the shared views
 //! against private copies fed as each checker fed its own.

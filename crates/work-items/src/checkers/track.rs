@@ -271,7 +271,7 @@ impl Held {
 }
 
 /// One replica's worker side.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Ledger {
     /// The open pass's `PassStarted`.
     pub pass: Option<Stamped<Event>>,
@@ -289,6 +289,12 @@ pub(crate) struct Ledger {
     pub unavailable: Option<Stamped<Event>>,
     /// Calls the open pass sent.
     pub pass_calls: u32,
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Ledger::EMPTY
+    }
 }
 
 impl Ledger {
