@@ -15,9 +15,10 @@
 //! rows one sample seed deleted, to prove it.
 //!
 //! Then the same for every other system, from its no-fault default scenario (`holder-steady`,
-//! `expiry-steady`) with one key moved at a time through the scenario overrides `shrink` uses:
-//! replicas, the safety phase's length, shared fault density (rejects and lost replies on
-//! every operation, pauses), and for reservations the holds already due at the start.
+//! `expiry-steady`, `items-steady`) with one key moved at a time through the scenario overrides
+//! `shrink` uses: replicas, the safety phase's length, shared fault density (rejects and lost
+//! replies on every operation, pauses), for reservations the holds already due at the start
+//! and for work-items the number of items.
 //!
 //! Figures are per CPU second of this thread (the wall clock is also read, around batches only).
 //! `LEASESIM_BENCH_SECS` (default 2.0) sets the CPU seconds measured per table row.
@@ -42,6 +43,7 @@ use leasesim_retention::events::{Applied, Event, EventKind, Stamped};
 use leasesim_rt::SimConfig;
 use leasesim_sim::System;
 use leasesim_sim::simulate;
+use leasesim_work_items::WorkItems;
 
 use common::{BatchTotals, Elapsed, leasesim_batch};
 
@@ -412,6 +414,10 @@ fn main() {
     dimensions.extend(system_dimensions::<Reservations>(
         "expiry-steady",
         Some(("agents.backlog", &[10, 100, 1_000])),
+    ));
+    dimensions.extend(system_dimensions::<WorkItems>(
+        "items-steady",
+        Some(("items.count", &[10, 40, 160])),
     ));
     for (name, rows) in &dimensions {
         print_table(name, rows);
