@@ -15,13 +15,14 @@ use leasesim_invariants::{At, Checker};
 
 use super::facts::Facts;
 use super::track::Held;
-use super::{CheckConfig, Invariant, Violation, notes_pass};
+use super::{CheckConfig, Invariant, Violation};
 use crate::events::{ErrorCode, Event, EventKind, Request, Stamped, WorkItems};
 use crate::render::{error_text, key_text};
 
-/// The kinds every worker-side checker reads.
-pub(crate) fn worker_kinds(kind: &EventKind) -> bool {
-    kind.bit() & (mask::WORKER_SIDE | notes_pass()) != 0
+/// The calls a worker sends: what the checkers that judge a call read (the facts follow
+/// the rest of the worker side).
+pub(crate) fn calls(kind: &EventKind) -> bool {
+    kind.bit() & mask::CALL != 0
 }
 
 fn op_name(request: &Request) -> &'static str {
@@ -66,8 +67,9 @@ impl Checker<WorkItems> for StopOnLeaseLost {
         Invariant::StopOnLeaseLost
     }
 
+    /// Calls only (a call is judged): the facts follow the rest of the worker side.
     fn wants(&self, kind: &EventKind) -> bool {
-        worker_kinds(kind)
+        calls(kind)
     }
 
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
@@ -122,8 +124,9 @@ impl Checker<WorkItems> for ReconcileFirst {
         Invariant::ReconcileFirst
     }
 
+    /// Calls only (a call is judged): the facts follow the rest of the worker side.
     fn wants(&self, kind: &EventKind) -> bool {
-        worker_kinds(kind)
+        calls(kind)
     }
 
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
@@ -207,8 +210,9 @@ impl Checker<WorkItems> for ClaimToken {
         Invariant::ClaimToken
     }
 
+    /// Calls only (a call is judged): the facts follow the rest of the worker side.
     fn wants(&self, kind: &EventKind) -> bool {
-        worker_kinds(kind)
+        calls(kind)
     }
 
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
@@ -298,8 +302,9 @@ impl Checker<WorkItems> for GiveUpPolicy {
         Invariant::GiveUpPolicy
     }
 
+    /// Calls only (a call is judged): the facts follow the rest of the worker side.
     fn wants(&self, kind: &EventKind) -> bool {
-        worker_kinds(kind)
+        calls(kind)
     }
 
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {

@@ -11,10 +11,9 @@
 
 use leasesim_invariants::{At, Checker};
 
-use super::claims::worker_kinds;
 use super::facts::Facts;
 use super::track::{Ending, Ledger};
-use super::{Invariant, Violation};
+use super::{Invariant, Violation, notes_pass};
 use crate::events::{
     Answer, EndKind, Event, EventKind, Note, PassCounts, Stamped, StatusView, WorkItems,
 };
@@ -100,8 +99,9 @@ impl Checker<WorkItems> for RunReport {
         Invariant::RunReport
     }
 
+    /// Pass notes only (a pass's end is judged): the facts follow the rest.
     fn wants(&self, kind: &EventKind) -> bool {
-        worker_kinds(kind)
+        kind.bit() & notes_pass() != 0
     }
 
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {

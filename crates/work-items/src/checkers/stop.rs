@@ -9,9 +9,10 @@
 //!   `StopResolved` a release, fail or done of it must have been answered, or a write of it
 //!   answered lease-lost.
 
+use leasesim_events::mask;
 use leasesim_invariants::{At, Checker, PerReplica};
 
-use super::claims::worker_kinds;
+use super::claims::calls;
 use super::facts::Facts;
 use super::track::Ledger;
 use super::{Invariant, Violation};
@@ -33,7 +34,7 @@ impl Checker<WorkItems> for StopQuiesces {
     }
 
     fn wants(&self, kind: &EventKind) -> bool {
-        worker_kinds(kind)
+        calls(kind)
     }
 
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
@@ -158,8 +159,11 @@ impl Checker<WorkItems> for StopJoins {
         Invariant::StopJoins
     }
 
+    /// Stops, their returns, answers and restarts: what it judges and what moves the claim
+    /// it follows from a stop; the facts follow the rest.
     fn wants(&self, kind: &EventKind) -> bool {
-        worker_kinds(kind)
+        let wanted = mask::STOP_CALLED | mask::STOP_RESOLVED | mask::ANSWERED | mask::RESTARTED;
+        kind.bit() & wanted != 0
     }
 
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
