@@ -17,7 +17,7 @@ use super::Facts;
 use super::track::{Desk, PollEnd, Stamp};
 use super::{CheckConfig, Invariant, WORKER_EVENTS};
 use crate::Reservations;
-use crate::events::{EventKind, Note, ReplicaId, Request};
+use crate::events::{EventKind, Note, ReplicaId, Request, notes};
 
 type Found = Option<Violation<Reservations>>;
 
@@ -183,8 +183,9 @@ impl Checker<Reservations> for ExpireClaimed {
         Invariant::ExpireClaimed
     }
 
+    /// Calls only (a call is judged; the facts follow the rest of the worker side).
     fn wants(&self, kind: &EventKind) -> bool {
-        kind.bit() & WORKER_EVENTS != 0
+        kind.bit() & mask::CALL != 0
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
@@ -270,8 +271,9 @@ impl Checker<Reservations> for ClaimReleased {
         Invariant::ClaimReleased
     }
 
+    /// Calls and run notes (a poll or a run's end is judged; the facts follow the rest).
     fn wants(&self, kind: &EventKind) -> bool {
-        kind.bit() & WORKER_EVENTS != 0
+        kind.bit() & (mask::CALL | notes::RUNS) != 0
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {

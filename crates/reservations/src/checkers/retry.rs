@@ -11,6 +11,7 @@
 //! - *backoff n*: after the n-th failed attempt, `min(cap, initial * 2^n)` plus a jitter of at
 //!   most half of that, on the worker's clock (the pause the trace shows as a timer).
 
+use leasesim_events::mask;
 use leasesim_invariants::{At, Checker, Violation};
 use reservations_worker::RetryPolicy;
 
@@ -95,8 +96,9 @@ impl Checker<Reservations> for ConflictNotRetried {
         Invariant::ConflictNotRetried
     }
 
+    /// Calls only (a call is judged; the facts follow the rest of the worker side).
     fn wants(&self, kind: &EventKind) -> bool {
-        kind.bit() & WORKER_EVENTS != 0
+        kind.bit() & mask::CALL != 0
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
@@ -177,8 +179,9 @@ impl Checker<Reservations> for BoundedRetry {
         Invariant::BoundedRetry
     }
 
+    /// Calls only (a call is judged; the facts follow the rest of the worker side).
     fn wants(&self, kind: &EventKind) -> bool {
-        kind.bit() & WORKER_EVENTS != 0
+        kind.bit() & mask::CALL != 0
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
@@ -222,8 +225,9 @@ impl Checker<Reservations> for TransientRetried {
         Invariant::TransientRetried
     }
 
+    /// Calls only (a call is judged; the facts follow the rest of the worker side).
     fn wants(&self, kind: &EventKind) -> bool {
-        kind.bit() & WORKER_EVENTS != 0
+        kind.bit() & mask::CALL != 0
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {

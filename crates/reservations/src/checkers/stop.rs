@@ -8,6 +8,7 @@
 //! - *run counts*: what a run's calls and answers add up to between `RunStarted` and
 //!   `RunEnded`, compared with the report the run returned.
 
+use leasesim_events::mask;
 use leasesim_invariants::{At, Checker, PerReplica, Violation};
 
 use super::Facts;
@@ -32,8 +33,9 @@ impl Checker<Reservations> for StopQuiesces {
         Invariant::StopQuiesces
     }
 
+    /// Calls only (a call is judged; the facts follow the rest of the worker side).
     fn wants(&self, kind: &EventKind) -> bool {
-        kind.bit() & WORKER_EVENTS != 0
+        kind.bit() & mask::CALL != 0
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
@@ -99,8 +101,9 @@ impl Checker<Reservations> for StopJoins {
         Invariant::StopJoins
     }
 
+    /// A stop's return only (it is judged; the facts follow the rest).
     fn wants(&self, kind: &EventKind) -> bool {
-        kind.bit() & WORKER_EVENTS != 0
+        kind.bit() & mask::STOP_RESOLVED != 0
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
