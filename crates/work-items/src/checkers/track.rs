@@ -338,8 +338,8 @@ impl Ledger {
         }
     }
 
-    /// Takes in one event of this replica; returns the request an `Answered` event answers.
-    pub fn observe(&mut self, event: &Stamped<Event>) -> Option<Request> {
+    /// Takes in one event of this replica.
+    pub fn observe(&mut self, event: &Stamped<Event>) {
         match event.event.kind {
             EventKind::Call { call, request } => {
                 self.in_flight.push((call, request, event.clone()));
@@ -350,7 +350,7 @@ impl Ledger {
                     held.settle_sent = true;
                 }
             }
-            EventKind::Answered { call, answer, .. } => return self.answered(call, answer, event),
+            EventKind::Answered { call, answer, .. } => self.answered(call, answer, event),
             EventKind::Note(Note::PassStarted { .. }) => {
                 self.pass = Some(event.clone());
                 self.counts = PassCounts::default();
@@ -365,11 +365,13 @@ impl Ledger {
             EventKind::Restarted => *self = Ledger::default(),
             _ => {}
         }
-        None
     }
 
-    fn answered(&mut self, call: u64, answer: Answer, event: &Stamped<Event>) -> Option<Request> {
-        let index = self.in_flight.iter().position(|(id, _, _)| *id == call)?;
+    /// An answer to `call`: settles it and tells the held claim (an unknown call is ignored).
+    fn answered(&mut self, call: u64, answer: Answer, event: &Stamped<Event>) {
+        let Some(index) = self.in_flight.iter().position(|(id, _, _)| *id == call) else {
+            return;
+        };
         let (_, request, _) = self.in_flight.swap_remove(index);
         match answer {
             Answer::Claimed(lease) => {
@@ -391,6 +393,5 @@ impl Ledger {
         if for_held && let Some(held) = &mut self.held {
             held.answered(&request, answer, event);
         }
-        Some(request)
     }
 }
