@@ -101,6 +101,7 @@ impl Checker<Retention> for BatchLimit {
         Invariant::BatchLimit
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let term = self.replicas.at(replica);
@@ -191,6 +192,7 @@ impl Checker<Retention> for FullBatch {
         Invariant::FullBatch
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let term = self.replicas.at(replica);
@@ -342,6 +344,7 @@ impl Checker<Retention> for TermCap {
         Invariant::TermCap
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event);
         match event.event.kind {

@@ -149,6 +149,7 @@ impl Checker<Retention> for FixedCutoff {
         Invariant::FixedCutoff
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let term = self.replicas.at(replica);
@@ -267,6 +268,7 @@ impl Checker<Retention> for NoEligibleMiss {
         Invariant::NoEligibleMiss
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event);
         match event.event.kind {

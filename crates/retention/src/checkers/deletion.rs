@@ -83,6 +83,7 @@ impl Checker<Retention> for DeletionEnds {
         }
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let (ender, invariant) = (self.ender, self.invariant());
@@ -180,6 +181,7 @@ impl Checker<Retention> for NoEarlyStop {
         Invariant::NoEarlyStop
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         // Judged on the term before this event; reported with it.
@@ -314,6 +316,7 @@ impl Checker<Retention> for TermReport {
         Invariant::TermReport
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         if !matches!(event.event.kind, EventKind::Note(Note::TermEnded { .. })) {

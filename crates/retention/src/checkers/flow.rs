@@ -65,6 +65,7 @@ impl Checker<Retention> for AcquireFirst {
         Invariant::AcquireFirst
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         // Judged on the term before this call; reported with it.
@@ -111,6 +112,7 @@ impl Checker<Retention> for RefusedAcquireEnds {
         Invariant::RefusedAcquireEnds
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         // Judged on the term including this call (the run's after view).
@@ -198,6 +200,7 @@ impl Checker<Retention> for ReleaseLast {
         Invariant::ReleaseLast
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         // Judged on the term before this call; reported with it.

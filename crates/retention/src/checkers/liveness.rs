@@ -227,6 +227,7 @@ impl Checker<Retention> for Liveness {
         Invariant::Liveness
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         if event.at_ms > self.deadline_ms && self.healed.is_some() {
             // A term overran: reported at this event, after the event is taken in.

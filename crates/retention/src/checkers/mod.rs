@@ -149,6 +149,10 @@ macro_rules! any_checker {
                 }
             }
 
+            // Inlined, like every checker's `on_event`, into the set's loop: one call per event
+            // instead of two per checker (their prologues were ~6 % of a `steady` seed). The
+            // other systems measured no gain from the same change and keep their calls.
+            #[inline(always)]
             fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
                 match self {
                     $(AnyChecker::$variant(checker) => checker.on_event(event, facts),)*

@@ -38,6 +38,7 @@ impl Checker<Retention> for ReleaseLatest {
         Invariant::ReleaseLatest
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         // Judged on the replica's term including this event (the run's after view).
@@ -96,6 +97,7 @@ impl Checker<Retention> for ReleaseAfterOwnership {
         Invariant::ReleaseAfterOwnership
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         // Judged on the replica's term including this event (the run's after view).
@@ -168,6 +170,7 @@ impl Checker<Retention> for ReleaseOnExit {
         Invariant::ReleaseOnExit
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         // Judged on the replica's term including this event (the run's after view).

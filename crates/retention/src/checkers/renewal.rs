@@ -49,6 +49,7 @@ impl Checker<Retention> for SerialRenewal {
         Invariant::SerialRenewal
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let in_flight = self.in_flight.at(replica);
@@ -131,6 +132,7 @@ impl Checker<Retention> for RenewalStops {
         Invariant::RenewalStops
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         // Judged on the replica's term including this event (the run's after view).
@@ -203,6 +205,7 @@ impl Checker<Retention> for RenewLatest {
         Invariant::RenewLatest
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         // Judged on the replica's term including this event (the run's after view).
@@ -332,6 +335,7 @@ impl Checker<Retention> for RenewalPause {
         Invariant::RenewalPause
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         match event.event.kind {

@@ -39,6 +39,7 @@ impl Checker<Retention> for StopQuiesces {
         Invariant::StopQuiesces
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let stopped = self.stopped.at(replica);
@@ -152,6 +153,7 @@ impl Checker<Retention> for StopJoins {
         Invariant::StopJoins
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let incarnation = self.replicas.at(replica);

@@ -230,6 +230,7 @@ impl Checker<Retention> for RenewalDue {
         Invariant::RenewalDue
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         self.clocks.as_ref()?;
         // Any event later than the instant due shows the renewal was not sent in time: every
@@ -297,6 +298,7 @@ impl Checker<Retention> for StopPrompt {
         Invariant::StopPrompt
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         let stopping = self.replicas.at(replica);

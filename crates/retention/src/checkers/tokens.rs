@@ -75,6 +75,7 @@ impl Checker<Retention> for StaleTokenDelete {
         Invariant::StaleTokenDelete
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event);
         match event.event.kind {
@@ -138,6 +139,7 @@ impl Checker<Retention> for LatestToken {
         Invariant::LatestToken
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         // Judged on the replica's term including this event (the run's after view).
@@ -207,6 +209,7 @@ impl Checker<Retention> for NoDeleteAfterLoss {
         Invariant::NoDeleteAfterLoss
     }
 
+    #[inline(always)]
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
         let replica = replica_of(event)?;
         // Judged on the replica's term including this event (the run's after view).
