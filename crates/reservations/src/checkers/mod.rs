@@ -126,6 +126,7 @@ macro_rules! any_checker {
                 }
             }
 
+            #[inline(always)]
             fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
                 match self {
                     $(AnyChecker::$variant(checker) => checker.on_event(event, facts),)*
