@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use leasesim_invariants::{At, Checker, PerReplica, Violation};
 
 use super::Facts;
-use super::track::{Ledger, Stamp};
+use super::track::{HoldSeen, Ledger, Stamp};
 use super::{CheckConfig, Invariant};
 use crate::Reservations;
 use crate::events::{Applied, ClockMs, EPOCH_MS, EventKind, Note, Phase, ReplicaId, StatusView};
@@ -65,9 +65,13 @@ impl Liveness {
         Some(deadline_ms.max(healed_ms).saturating_add(self.bound_ms))
     }
 
-    /// The first waiting reservation overdue at `now_ms`, reported at `event` (at the end of
-    /// the run: at the last event about it).
-    fn overdue(&self, ledger: &Ledger, event: Option<&Stamp>, now_ms: u64) -> Found {
+    /// The first waiting reservation overdue at `now_ms` (none after shutdown): its
+    /// deadline, its id and what the ledger knows of it.
+    fn first_overdue<'l>(
+        &self,
+        ledger: &'l Ledger,
+        now_ms: u64,
+    ) -> Option<(u64, u32, &'l HoldSeen)> {
         if self.shutdown {
             return None;
         }
@@ -76,7 +80,13 @@ impl Liveness {
         if now_ms <= due_by_ms {
             return None;
         }
-        let hold = ledger.get(id)?;
+        Some((hold_until_ms, id, ledger.get(id)?))
+    }
+
+    /// The first waiting reservation overdue at `now_ms`, reported at `event` (at the end of
+    /// the run: at the last event about it).
+    fn overdue(&self, ledger: &Ledger, event: Option<&Stamp>, now_ms: u64) -> Found {
+        let (hold_until_ms, id, hold) = self.first_overdue(ledger, now_ms)?;
         let healed = self.healed.as_ref()?;
         let sentence = format!(
             "h{id}, due at {}, was still held at {}, more than {}ms after {}{}",
@@ -196,13 +206,18 @@ impl Checker<Reservations> for Liveness {
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
-        let verdict = self.overdue(facts.ledger(), Some(event), event.at_ms);
+        // An overdue reservation is reported at once: the run halts, so nothing after it needs
+        // following (and an empty verdict is no longer carried, and copied, to the end).
+        if self.first_overdue(facts.ledger(), event.at_ms).is_some() {
+            return self.overdue(facts.ledger(), Some(event), event.at_ms);
+        }
         match event.event.kind {
             EventKind::Phase(Phase::Liveness) => self.healed = Some(event.clone()),
             EventKind::Phase(Phase::Shutdown) => self.shutdown = true,
             EventKind::Phase(Phase::End) => {
-                if let Some(stuck) = self.unresolved_stop(Some(event), event.at_ms) {
-                    return verdict.or(Some(stuck));
+                let stuck = self.unresolved_stop(Some(event), event.at_ms);
+                if stuck.is_some() {
+                    return stuck;
                 }
             }
             _ => {}
@@ -211,7 +226,7 @@ impl Checker<Reservations> for Liveness {
             self.follow_process(replica, event);
         }
         self.follow_holds(facts.ledger_after(), event);
-        verdict
+        None
     }
 
     fn finish(&mut self, end_ms: u64, facts: &Facts) -> Found {
