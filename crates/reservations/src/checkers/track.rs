@@ -70,7 +70,7 @@ const CHUNK: usize = 64;
 
 /// The store side (see the module docs).
 ///
-/// Holds live in chunks of [`CHUNK`] that never move once allocated: following one more
+/// Holds live in chunks of 64 that never move once allocated: following one more
 /// reservation never copies the ones already followed (a growing `Vec` of holds copied every
 /// hold at each doubling, ~4 % of an `expiry-steady` seed, three ledgers a run).
 #[derive(Debug, Default)]
