@@ -206,8 +206,9 @@ impl Checker<Reservations> for Liveness {
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
-        // An overdue reservation is reported at once: the run halts, so nothing after it needs
-        // following (and an empty verdict is no longer carried, and copied, to the end).
+        // An overdue reservation is reported before the event is followed: a set feeds nothing
+        // after a violation, so following it would be moot (and building the verdict only
+        // when there is one spares copying a large empty verdict through every call).
         if self.first_overdue(facts.ledger(), event.at_ms).is_some() {
             return self.overdue(facts.ledger(), Some(event), event.at_ms);
         }

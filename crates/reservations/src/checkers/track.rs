@@ -72,7 +72,7 @@ const CHUNK: usize = 64;
 ///
 /// Holds live in chunks of 64 that never move once allocated: following one more
 /// reservation never copies the ones already followed (a growing `Vec` of holds copied every
-/// hold at each doubling, ~4 % of an `expiry-steady` seed, three ledgers a run).
+/// hold at each doubling, ~3 % of an `expiry-steady` seed, three ledgers a run).
 #[derive(Debug, Default)]
 pub struct Ledger {
     /// Reservation `id` lives at `chunks[id / CHUNK][id % CHUNK]`.
@@ -82,7 +82,7 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// How many reservation ids the ledger has room for (placed or claimed so far).
+    /// One past the highest reservation id placed so far (0: none yet).
     pub fn len(&self) -> usize {
         self.len
     }
@@ -462,5 +462,28 @@ mod tests {
             let highest = reference.keys().next_back().copied().unwrap_or_default();
             assert_eq!(ledger.len(), highest as usize + 1);
         }
+        // A hold in a later chunk changes under its own id only (`get_mut`).
+        let consumed = |id: u32| Stamped {
+            seq: 100 + u64::from(id),
+            at_ms: 100,
+            event: Event {
+                replica: None,
+                kind: EventKind::Note(Note::Consumed {
+                    id,
+                    hold_until_ms: 1_000 + u64::from(id),
+                }),
+            },
+        };
+        for id in [191, 127] {
+            ledger.observe(&consumed(id));
+        }
+        for (id, hold) in ledger.iter() {
+            let expected = match id {
+                191 | 127 => StatusView::Consumed,
+                _ => StatusView::Held,
+            };
+            assert_eq!(hold.status, expected, "id {id}");
+        }
+        assert_eq!(ledger.iter().count(), 9);
     }
 }
