@@ -82,7 +82,13 @@ impl<E, const N: usize> Default for Ring<E, N> {
 impl<E: Clone, const N: usize> Ring<E, N> {
     pub fn push(&mut self, event: &Stamped<E>) {
         self.slots[self.next] = Some(event.clone());
-        self.next = (self.next + 1) % N;
+        // A wrap by comparison, not `% N`: a ring is pushed at every event of some checkers.
+        self.next = match self.next + 1 {
+            next if next == N => 0,
+            next => next,
+        };
+        // invariant: the next slot to overwrite is always within the ring.
+        debug_assert!(self.next < N);
     }
 
     pub fn clear(&mut self) {
@@ -127,5 +133,36 @@ impl<T> CallBook<T> {
         })?;
         let (_, owner, data) = self.entries.swap_remove(index);
         Some((owner, data))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamped(seq: u64) -> Stamped<u64> {
+        Stamped {
+            seq,
+            at_ms: seq,
+            event: seq,
+        }
+    }
+
+    /// After each push the ring lists the last `N` events pushed, oldest first (empty slots
+    /// first while it is filling), and `last` is the newest.
+    #[test]
+    fn a_ring_keeps_the_last_n_events_oldest_first() {
+        let mut ring: Ring<u64, 5> = Ring::default();
+        for pushed in 0..13u64 {
+            ring.push(&stamped(pushed));
+            let listed: Vec<Option<u64>> = ring.iter().map(|e| e.map(|e| e.seq)).collect();
+            let expected: Vec<Option<u64>> = (pushed as i64 - 4..=pushed as i64)
+                .map(|seq| u64::try_from(seq).ok())
+                .collect();
+            assert_eq!(listed, expected, "after pushing {pushed}");
+            assert_eq!(ring.last().map(|e| e.seq), Some(pushed));
+        }
+        ring.clear();
+        assert!(ring.iter().all(|e| e.is_none()) && ring.last().is_none());
     }
 }
