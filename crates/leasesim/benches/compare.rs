@@ -449,7 +449,32 @@ fn best_tokio(figures: &ScenarioFigures, mode: Mode) -> (f64, &'static str) {
     }
 }
 
+/// Leasesim's checked rate over the faster tokio driver's, block by block (both ran the same
+/// seeds back to back): (median, lowest, highest, blocks). Pairing blocks cancels most of the
+/// host's drift, which moves both drivers' rates between blocks.
+fn block_ratios(figures: &ScenarioFigures) -> (f64, f64, f64, usize) {
+    let rounds = |label: &str| {
+        figures
+            .rows
+            .iter()
+            .find(|(l, m, _)| *l == label && *m == Mode::Checked)
+            .map_or_else(Vec::new, |(_, _, totals)| totals.rounds.clone())
+    };
+    let (ours, theirs) = (
+        rounds(LEASESIM),
+        rounds(best_tokio(figures, Mode::Checked).1),
+    );
+    // invariant: both drivers ran the same blocks.
+    assert_eq!(ours.len(), theirs.len(), "{}: unpaired", figures.name);
+    let mut ratios: Vec<f64> = ours.iter().zip(&theirs).map(|(a, b)| a / b).collect();
+    let lowest = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (median(&mut ratios), lowest, highest, ours.len())
+}
+
 fn print_scenario_table(all: &mut [ScenarioFigures]) {
+    // Before the table sorts each driver's blocks for their median.
+    let paired: Vec<(f64, f64, f64, usize)> = all.iter().map(block_ratios).collect();
     println!(
         "seeds per second, single thread, same seeds on both drivers (CPU time of this thread)"
     );
@@ -479,7 +504,7 @@ fn print_scenario_table(all: &mut [ScenarioFigures]) {
         }
     }
     println!();
-    for figures in all.iter() {
+    for (figures, (median_ratio, lowest, highest, blocks)) in all.iter().zip(paired) {
         let checked = figures.rate(LEASESIM, Mode::Checked) / best_tokio(figures, Mode::Checked).0;
         let counted = figures.rate(LEASESIM, Mode::Counted) / best_tokio(figures, Mode::Counted).0;
         let steps = figures
@@ -495,6 +520,10 @@ fn print_scenario_table(all: &mut [ScenarioFigures]) {
             figures.name,
             best_tokio(figures, Mode::Checked).1,
             check_share * 100.0,
+        );
+        println!(
+            "{}: checked ratio block by block: median {median_ratio:.2}, lowest {lowest:.2}, highest {highest:.2} ({blocks} blocks)",
+            figures.name,
         );
         for (driver, mode, totals) in &figures.rows {
             for (label, seeds) in &totals.failures {
