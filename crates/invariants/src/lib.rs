@@ -13,16 +13,20 @@
 //!   wins and halts the run.
 //! - *coverage*: the situations one run reached ([`Coverage`], a bitset per run), summed over
 //!   a campaign in a [`CoverageTally`] whose *gaps* are the situations no run reached.
+//! - *in-flight coverage*: which faults met a call of each kind in flight
+//!   ([`InFlightCoverage`]): the same cells for every system, tallied the same way.
 //!
 //! This crate depends on the event types only, never on the executor: checkers judge any
 //! event stream, simulated or recorded from a real run.
 
 mod coverage;
+mod in_flight;
 mod set;
 mod track;
 mod violation;
 
 pub use coverage::{Coverage, CoverageTally, SituationSet};
+pub use in_flight::{InFlightCoverage, Landing};
 pub use set::CheckerSet;
 pub use track::{CallBook, PerReplica, Ring, replica_of};
 pub use violation::{At, MAX_CONTEXT, Violation};

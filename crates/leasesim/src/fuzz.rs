@@ -103,6 +103,8 @@ pub struct ScenarioSummary {
     /// Seeds per expected invariant seen.
     pub expected: BTreeMap<String, u64>,
     pub coverage: CoverageTally,
+    /// Runs per in-flight cell (see `leasesim_invariants::InFlightCoverage`).
+    pub in_flight: CoverageTally,
     pub events: u64,
     pub steps: u64,
     /// PCT change points drawn and applied, summed over the seeds.
@@ -138,6 +140,7 @@ impl ScenarioSummary {
         self.pct_drawn += u64::from(stats.pct_drawn);
         self.pct_applied += u64::from(stats.pct_applied);
         self.coverage.add_bits(report.coverage());
+        self.in_flight.add_bits(report.in_flight());
         for (invariant, sentence) in report.expected() {
             let label = invariant.to_string();
             *self.expected.entry(label.clone()).or_insert(0) += 1;

@@ -30,7 +30,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use leasesim_events::{Event, Flow, Stamped};
-use leasesim_invariants::{CheckerSet, Coverage, InvariantName, SituationSet, Violation};
+use leasesim_invariants::{
+    CheckerSet, Coverage, InFlightCoverage, InvariantName, SituationSet, Violation,
+};
 use leasesim_rt::{
     Choice, Feed, Interrupt, RunOutcome, SimConfig, Strategy, TaskInfo, pct_steps_from,
 };
@@ -333,6 +335,8 @@ pub struct RunReport<S: System> {
     pub expected: Vec<Violation<S>>,
     /// The "sometimes" situations the run reached.
     pub coverage: SituationSet<S::Situation>,
+    /// The in-flight cells the run reached (see [`InFlightCoverage`]).
+    pub in_flight: u64,
     pub stats: RunStats,
     pub profile: FaultProfile<S>,
     pub events: Vec<Stamped<Event<S>>>,
@@ -367,6 +371,7 @@ pub struct Observers<S: System> {
     checked: CheckerSet<S, S::Checker>,
     expected: Vec<CheckerSet<S, S::Checker>>,
     coverage: S::Coverage,
+    in_flight: InFlightCoverage<S>,
     events: u64,
     event_limit: u64,
     truncated: bool,
@@ -392,6 +397,7 @@ impl<S: System> Observers<S> {
             checked: set(&checked_list),
             expected: expected_list.iter().map(|&i| set(&[i])).collect(),
             coverage: S::Coverage::default(),
+            in_flight: InFlightCoverage::default(),
             events: 0,
             event_limit: event_limit.unwrap_or(u64::MAX),
             truncated: false,
@@ -406,6 +412,7 @@ impl<S: System> Observers<S> {
             return Flow::Halt;
         }
         self.coverage.on_event(event);
+        self.in_flight.on_event(event);
         for set in &mut self.expected {
             if set.violation().is_none() {
                 set.on_event(event);
@@ -470,6 +477,7 @@ pub fn run<S: System>(spec: &RunSpec<S>) -> RunReport<S> {
         truncated,
         expected,
         coverage: observers.coverage.reached(),
+        in_flight: observers.in_flight.reached(),
         stats: RunStats {
             steps: world_run.steps,
             draws: world_run.draws,

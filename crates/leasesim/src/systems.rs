@@ -20,6 +20,7 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use leasesim_events::OpSet;
 use leasesim_invariants::{InvariantName, SituationName};
 use leasesim_retention::Retention;
 use leasesim_rt::{Choice, Feed, Interrupt, Strategy};
@@ -42,6 +43,9 @@ pub trait AnySystem: Sync {
     fn invariants(&self) -> Vec<(&'static str, &'static str)>;
     /// `(name, description)` of every "sometimes" situation, in declaration order.
     fn situations(&self) -> Vec<(&'static str, &'static str)>;
+    /// The names of the operations its calls cross the network with, in declaration order
+    /// (the rows of the in-flight cells).
+    fn ops(&self) -> Vec<&'static str>;
     /// Parses a scenario file of this system.
     fn parse(
         &self,
@@ -115,6 +119,8 @@ pub trait AnyReport {
     fn expected(&self) -> Vec<(&'static str, String)>;
     /// The situations reached, as bits of the system's situation list.
     fn coverage(&self) -> u64;
+    /// The in-flight cells reached, as bits (see `leasesim_invariants::Landing::bit`).
+    fn in_flight(&self) -> u64;
     fn stats(&self) -> RunStats;
     /// Cut off at its event limit before any verdict.
     fn truncated(&self) -> bool;
@@ -205,6 +211,10 @@ impl<S: System> AnySystem for SystemOf<S> {
             .iter()
             .map(|s| (s.name(), s.describe()))
             .collect()
+    }
+
+    fn ops(&self) -> Vec<&'static str> {
+        S::Op::ALL.iter().map(|op| op.name()).collect()
     }
 
     fn parse(
@@ -417,6 +427,10 @@ impl<S: System> AnyReport for ReportOf<S> {
 
     fn coverage(&self) -> u64 {
         self.report.coverage.bits()
+    }
+
+    fn in_flight(&self) -> u64 {
+        self.report.in_flight
     }
 
     fn stats(&self) -> RunStats {

@@ -2028,3 +2028,51 @@ fn scenario_values_no_run_can_do_are_refused_before_any_seed() {
     );
     assert!(!out.stderr.contains("u16"), "{}", out.dump());
 }
+
+#[test]
+fn the_summary_counts_each_fault_that_met_a_call_in_flight_and_names_the_gaps() {
+    let dir = tempdir();
+    let args = [
+        "fuzz",
+        "--scenario",
+        "stop-during-acquire",
+        "--seeds",
+        "4",
+        "--no-failure-db",
+    ];
+    let text = leasesim(dir.path(), &args);
+    assert_eq!(text.code, 0, "{}", text.dump());
+    let block = text
+        .stdout
+        .split("in-flight coverage of retention")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no in-flight block: {}", text.dump()));
+    let acquire = block
+        .lines()
+        .find(|line| line.trim_start().starts_with("acquire "))
+        .unwrap_or_else(|| panic!("no acquire row: {block}"));
+    let counts: Vec<u64> = acquire
+        .split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().expect("a count"))
+        .collect();
+    // Every seed acquires; a stop during an acquire is what this scenario is about; it has
+    // no clock jumps, so that column is a gap.
+    assert_eq!(counts.len(), 6, "{acquire}");
+    assert_eq!(counts[0], 4, "{acquire}");
+    assert!(counts[1] >= 1, "no stop met an acquire: {acquire}");
+    assert_eq!(counts[3], 0, "{acquire}");
+    let gaps = block
+        .lines()
+        .find(|line| line.starts_with("in-flight gaps: "))
+        .unwrap_or_else(|| panic!("no gaps line: {block}"));
+    assert!(gaps.contains("clock-jump-during-acquire"), "{gaps}");
+    assert!(!gaps.contains("stop-during-acquire"), "{gaps}");
+
+    let json_args = [&args[..], &["--json"]].concat();
+    let document = json(&leasesim(dir.path(), &json_args));
+    let cells = &document["scenarios"][0]["in_flight"]["acquire"];
+    assert_eq!(cells["calls"], 4, "{document}");
+    assert_eq!(cells["stop"], counts[1], "{document}");
+    assert_eq!(cells["clock-jump"], 0, "{document}");
+}

@@ -9,7 +9,7 @@ use leasesim::catalog::{self, replay_line, scenario_ref};
 use leasesim::error::UsageError;
 use leasesim::fuzz::ScenarioSummary;
 use leasesim::systems::{AnyScenario, AnySystem, SYSTEMS};
-use leasesim_invariants::CoverageTally;
+use leasesim_invariants::{CoverageTally, Landing};
 
 use super::Regression;
 
@@ -140,6 +140,11 @@ pub fn coverage_lines(summaries: &[ScenarioSummary], scenarios: &[Arc<dyn AnySce
         }
         if ran {
             coverage_of(&mut out, *system, &tally);
+            in_flight_of(
+                &mut out,
+                *system,
+                &in_flight_tally(summaries, scenarios, *system),
+            );
         }
     }
     out.trim_end().to_string()
@@ -167,6 +172,65 @@ fn coverage_of(out: &mut String, system: &dyn AnySystem, tally: &CoverageTally) 
         true => out.push_str("every situation was reached\n"),
         false => {
             let _ = writeln!(out, "coverage gaps: {}", gaps.join(", "));
+        }
+    }
+}
+
+/// The in-flight cells of `system`'s scenarios, summed over the campaign.
+fn in_flight_tally(
+    summaries: &[ScenarioSummary],
+    scenarios: &[Arc<dyn AnyScenario>],
+    system: &dyn AnySystem,
+) -> CoverageTally {
+    let mut tally = CoverageTally::new();
+    let of_system = summaries
+        .iter()
+        .zip(scenarios)
+        .filter(|(_, scenario)| scenario.system().name() == system.name());
+    for (summary, _) in of_system {
+        tally.merge(&summary.in_flight);
+    }
+    tally
+}
+
+/// The in-flight cells as a table: one row per operation the campaign called, one column per
+/// landing (runs that reached the cell); cells no run reached listed as gaps.
+fn in_flight_of(out: &mut String, system: &dyn AnySystem, tally: &CoverageTally) {
+    let ops = system.ops();
+    let count = |landing: Landing, op: usize| tally.count_at(landing.cell(op, ops.len()));
+    let _ = writeln!(
+        out,
+        "\nin-flight coverage of {} (runs in which each fault met a call of that kind in flight):",
+        system.name()
+    );
+    let _ = write!(out, "  {:<20}", "call");
+    for landing in Landing::ALL {
+        let _ = write!(out, " {:>10}", landing.name());
+    }
+    out.push('\n');
+    let (mut gaps, mut uncalled) = (Vec::new(), Vec::new());
+    for (index, op) in ops.iter().enumerate() {
+        if count(Landing::Called, index) == 0 {
+            uncalled.push(*op);
+            continue;
+        }
+        let _ = write!(out, "  {op:<20}");
+        for landing in Landing::ALL {
+            let runs = count(landing, index);
+            if runs == 0 {
+                gaps.push(landing.situation(op));
+            }
+            let _ = write!(out, " {runs:>10}");
+        }
+        out.push('\n');
+    }
+    if !uncalled.is_empty() {
+        let _ = writeln!(out, "never called: {}", uncalled.join(", "));
+    }
+    match gaps.is_empty() {
+        true => out.push_str("every fault met every call kind in flight\n"),
+        false => {
+            let _ = writeln!(out, "in-flight gaps: {}", gaps.join(", "));
         }
     }
 }
@@ -207,6 +271,7 @@ fn scenario_json(s: &ScenarioSummary, scenario: &dyn AnyScenario) -> serde_json:
         .enumerate()
         .map(|(i, (name, _))| (name.to_string(), s.coverage.count_at(i).into()))
         .collect();
+    let in_flight = in_flight_json(&s.in_flight, &scenario.system().ops());
     serde_json::json!({
         "scenario": s.scenario,
         "system": scenario.system().name(),
@@ -215,12 +280,34 @@ fn scenario_json(s: &ScenarioSummary, scenario: &dyn AnyScenario) -> serde_json:
         "failures": s.failures,
         "expected": s.expected,
         "coverage": coverage,
+        "in_flight": in_flight,
         "events": s.events,
         "seeds_per_s": s.seeds_per_s(),
         "checkers": scenario.checker_set(),
         "pct_steps_estimate": s.pct_steps,
         "pct_change_points": {"applied": s.pct_applied, "drawn": s.pct_drawn},
     })
+}
+
+/// `{"op": {"calls": n, "stop": n, ...}}`: runs per in-flight cell, every operation.
+fn in_flight_json(tally: &CoverageTally, ops: &[&'static str]) -> serde_json::Value {
+    let row = |index: usize| -> serde_json::Map<String, serde_json::Value> {
+        Landing::ALL
+            .iter()
+            .map(|l| {
+                (
+                    l.name().to_string(),
+                    tally.count_at(l.cell(index, ops.len())).into(),
+                )
+            })
+            .collect()
+    };
+    let rows: serde_json::Map<String, serde_json::Value> = ops
+        .iter()
+        .enumerate()
+        .map(|(index, op)| (op.to_string(), row(index).into()))
+        .collect();
+    rows.into()
 }
 
 /// The whole campaign's totals: seeds run, failing seeds (and by outcome), expected
