@@ -41,3 +41,8 @@ mutants:
     mkdir -p target/mutants/oracle target/mutants/worker
     -CARGO_TARGET_DIR="{{justfile_directory()}}/target/mutants/build" cargo mutants -p retention-worker --test-package leasesim -C --test=mutation_oracle -j 1 --timeout 150 -o target/mutants/oracle -- -- --ignored
     CARGO_TARGET_DIR="{{justfile_directory()}}/target/mutants/build" cargo mutants -p retention-worker -j 1 --timeout 60 -o target/mutants/worker
+
+# Lines of each production core the fuzz campaign executes, and the gaps (needs valgrind;
+# docs/core-coverage.md). Pass flags after the recipe: `just core-coverage --system retention`.
+core-coverage *ARGS:
+    cargo run --release -p leasesim-core-coverage -- {{ARGS}}
