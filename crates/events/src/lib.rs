@@ -8,7 +8,8 @@
 //! Terminology:
 //! - *replica*: one process running a worker, `r1`..`rN` (stored 0-based).
 //! - *call*: one port request a worker sends; it has an id, and its life is
-//!   `Call`, then `Rejected` or `Applied` (then perhaps `ReplyLost`), then `Answered`. `Applied` is the
+//!   `Call`, then `Rejected`, `RequestLost` or `Applied` (then perhaps `ReplyLost`), then
+//!   `Answered`. `Applied` is the
 //!   instant the service acts on it (token checks happen there, not at send); `Answered` is
 //!   the instant the worker receives the answer (after any pause of its process).
 //! - *operation*: the kind of a call ([`OpSet`]): faults and latencies are per operation.
@@ -205,7 +206,11 @@ pub trait Vocabulary: Copy + Eq + Hash + fmt::Debug + 'static {
 }
 
 /// One thing that happened, in any system.
-#[derive(Debug, PartialEq, Eq, Hash, Serialize)]
+///
+/// `Hash` is written out (below) so that every variant keeps the hash it had before
+/// `RequestLost` was added in front of `Note` (serde wants the untagged `Note` last): trace
+/// hashes stay comparable across versions.
+#[derive(Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", bound = "")]
 pub enum EventKind<V: Vocabulary> {
     Phase(Phase),
@@ -269,13 +274,75 @@ pub enum EventKind<V: Vocabulary> {
         task: u32,
         aborted: bool,
     },
+    /// Fault: the request was lost before it reached the service, so nothing was applied;
+    /// the worker will see a timeout (the same answer as a reply lost after apply).
+    RequestLost {
+        call: u64,
+        op: V::Op,
+    },
     /// Something only this system records.
     #[serde(untagged)]
     Note(V::Note),
 }
 
+impl<V: Vocabulary> Hash for EventKind<V> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // The tag is the variant's position in the enum as it was before `RequestLost`, which
+        // takes the next free one: as a derived `Hash`, the tag (an `isize`), then the fields.
+        let tag: isize = match self {
+            EventKind::Phase(_) => 0,
+            EventKind::Call { .. } => 1,
+            EventKind::Rejected { .. } => 2,
+            EventKind::Applied { .. } => 3,
+            EventKind::ReplyLost { .. } => 4,
+            EventKind::Answered { .. } => 5,
+            EventKind::ClockRead { .. } => 6,
+            EventKind::TimerSet { .. } => 7,
+            EventKind::Paused { .. } => 8,
+            EventKind::Resumed => 9,
+            EventKind::ClockJumped { .. } => 10,
+            EventKind::StopCalled => 11,
+            EventKind::StopResolved => 12,
+            EventKind::Restarted => 13,
+            EventKind::TaskStarted { .. } => 14,
+            EventKind::TaskEnded { .. } => 15,
+            EventKind::Note(_) => 16,
+            EventKind::RequestLost { .. } => 17,
+        };
+        tag.hash(state);
+        self.hash_fields(state);
+    }
+}
+
+impl<V: Vocabulary> EventKind<V> {
+    /// The variant's fields, in declaration order (as a derived `Hash` feeds them).
+    fn hash_fields<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self {
+            EventKind::Phase(phase) => phase.hash(state),
+            EventKind::Call { call, request } => (call, request).hash(state),
+            EventKind::Rejected { call, op } | EventKind::RequestLost { call, op } => {
+                (call, op).hash(state)
+            }
+            EventKind::Applied { call, applied } => (call, applied).hash(state),
+            EventKind::ReplyLost { call } => call.hash(state),
+            EventKind::Answered { call, op, answer } => (call, op, answer).hash(state),
+            EventKind::ClockRead { now_ms } => now_ms.hash(state),
+            EventKind::TimerSet { duration_ms } => duration_ms.hash(state),
+            EventKind::Paused { until_ms } => until_ms.hash(state),
+            EventKind::ClockJumped { by_ms } => by_ms.hash(state),
+            EventKind::TaskStarted { task, name } => (task, name).hash(state),
+            EventKind::TaskEnded { task, aborted } => (task, aborted).hash(state),
+            EventKind::Note(note) => note.hash(state),
+            EventKind::Resumed
+            | EventKind::StopCalled
+            | EventKind::StopResolved
+            | EventKind::Restarted => {}
+        }
+    }
+}
+
 /// The number of interest bits the shared kinds take; notes use the bits above.
-pub const SHARED_KINDS: u32 = 16;
+pub const SHARED_KINDS: u32 = 17;
 
 impl<V: Vocabulary> EventKind<V> {
     /// This kind's bit in a checker's interest mask: one bit per shared variant, then one per
@@ -298,6 +365,7 @@ impl<V: Vocabulary> EventKind<V> {
             EventKind::Restarted => 13,
             EventKind::TaskStarted { .. } => 14,
             EventKind::TaskEnded { .. } => 15,
+            EventKind::RequestLost { .. } => 16,
             EventKind::Note(note) => SHARED_KINDS + V::note_class(note).min(31 - SHARED_KINDS),
         };
         1 << index
@@ -324,6 +392,7 @@ pub mod mask {
     pub const RESTARTED: u32 = 1 << 13;
     pub const TASK_STARTED: u32 = 1 << 14;
     pub const TASK_ENDED: u32 = 1 << 15;
+    pub const REQUEST_LOST: u32 = 1 << 16;
 
     /// The bit of note class `class`.
     pub const fn note(class: u32) -> u32 {
@@ -334,8 +403,8 @@ pub mod mask {
     /// restarts (a system adds its own structural notes).
     pub const WORKER_SIDE: u32 = PHASE | CALL | ANSWERED | STOP_CALLED | STOP_RESOLVED | RESTARTED;
 
-    /// The service acting on a request.
-    pub const SERVICE_SIDE: u32 = APPLIED | REJECTED;
+    /// What became of a request at the service's end: applied, refused, or lost on the way.
+    pub const SERVICE_SIDE: u32 = APPLIED | REJECTED | REQUEST_LOST;
 }
 
 /// An event and the replica it concerns (`None`: the world itself).

@@ -125,20 +125,20 @@ impl CoverageTally {
     }
 
     /// Counts one run that reached the situations of `bits`.
-    pub fn add_bits(&mut self, bits: u64) {
+    pub fn add_bits(&mut self, bits: u128) {
         self.runs += 1;
-        let width = 64 - bits.leading_zeros() as usize;
+        let width = 128 - bits.leading_zeros() as usize;
         if self.counts.len() < width {
             self.counts.resize(width, 0);
         }
         for (index, count) in self.counts.iter_mut().enumerate() {
-            *count += (bits >> index) & 1;
+            *count += u64::from((bits >> index) & 1 == 1);
         }
     }
 
     /// Counts one run.
     pub fn add<S: SituationName>(&mut self, reached: SituationSet<S>) {
-        self.add_bits(reached.bits());
+        self.add_bits(u128::from(reached.bits()));
     }
 
     /// Adds another tally (e.g. of another worker thread).

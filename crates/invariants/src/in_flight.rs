@@ -4,8 +4,8 @@
 //! - *in flight*: a call the worker sent and has not yet received the answer of (from its
 //!   `Call` event to its `Answered` event).
 //! - *landing*: what can meet a call in flight: `stop()` called on its replica, its process
-//!   paused, its clock jumping, the call refused before it was applied, or applied with its
-//!   reply lost ([`Landing`]). `Called` counts the calls themselves, so a campaign can tell a
+//!   paused, its clock jumping, the call refused before it was applied, lost before it was
+//!   applied, or applied with its reply lost ([`Landing`]). `Called` counts the calls themselves, so a campaign can tell a
 //!   call kind no run made from one no fault met.
 //! - *cell*: one (landing, operation) pair. A run reaches the cell when that landing met a
 //!   call of that operation; a cell no run of a campaign reached is a gap: that interleaving
@@ -28,16 +28,18 @@ pub enum Landing {
     Pause,
     ClockJump,
     Rejected,
+    RequestLost,
     ReplyLost,
 }
 
 impl Landing {
-    pub const ALL: [Landing; 6] = [
+    pub const ALL: [Landing; 7] = [
         Landing::Called,
         Landing::Stop,
         Landing::Pause,
         Landing::ClockJump,
         Landing::Rejected,
+        Landing::RequestLost,
         Landing::ReplyLost,
     ];
 
@@ -49,6 +51,7 @@ impl Landing {
             Landing::Pause => "pause",
             Landing::ClockJump => "clock-jump",
             Landing::Rejected => "rejected",
+            Landing::RequestLost => "request-lost",
             Landing::ReplyLost => "reply-lost",
         }
     }
@@ -61,6 +64,7 @@ impl Landing {
             Landing::Pause => format!("pause-during-{op}"),
             Landing::ClockJump => format!("clock-jump-during-{op}"),
             Landing::Rejected => format!("rejected-{op}"),
+            Landing::RequestLost => format!("request-lost-{op}"),
             Landing::ReplyLost => format!("reply-lost-{op}"),
         }
     }
@@ -70,12 +74,12 @@ impl Landing {
     pub fn cell(self, op_index: usize, ops: usize) -> usize {
         let index = self as usize * ops + op_index;
         // invariant: a system's cells fit the bitset (checked once per run, in `default`).
-        debug_assert!(op_index < ops && index < 64);
+        debug_assert!(op_index < ops && index < 128);
         index
     }
 
     /// The bit of that cell.
-    pub fn bit(self, op_index: usize, ops: usize) -> u64 {
+    pub fn bit(self, op_index: usize, ops: usize) -> u128 {
         1 << self.cell(op_index, ops)
     }
 }
@@ -83,7 +87,7 @@ impl Landing {
 /// The cells one run reached (see the module docs).
 #[derive(Debug)]
 pub struct InFlightCoverage<V: Vocabulary> {
-    reached: u64,
+    reached: u128,
     /// Per replica, its calls in flight: (call id, operation).
     flights: PerReplica<Vec<(u64, V::Op)>>,
 }
@@ -92,8 +96,8 @@ impl<V: Vocabulary> Default for InFlightCoverage<V> {
     fn default() -> Self {
         let ops = V::Op::ALL.len();
         assert!(
-            ops * Landing::ALL.len() <= 64,
-            "{ops} operations: at most 10 fit the in-flight cells"
+            ops * Landing::ALL.len() <= 128,
+            "{ops} operations: at most 18 fit the in-flight cells"
         );
         InFlightCoverage {
             reached: 0,
@@ -130,6 +134,7 @@ impl<V: Vocabulary> InFlightCoverage<V> {
                 self.flights.at(replica).retain(|(c, _)| c != call);
             }
             EventKind::Rejected { op, .. } => self.reach(Landing::Rejected, *op),
+            EventKind::RequestLost { op, .. } => self.reach(Landing::RequestLost, *op),
             EventKind::ReplyLost { call } => {
                 let flight = self.flights.at(replica).iter().find(|(c, _)| c == call);
                 if let Some(&(_, op)) = flight {
@@ -145,7 +150,7 @@ impl<V: Vocabulary> InFlightCoverage<V> {
     }
 
     /// The cells reached so far, as bits (see [`Landing::bit`]).
-    pub fn reached(&self) -> u64 {
+    pub fn reached(&self) -> u128 {
         self.reached
     }
 }

@@ -47,7 +47,7 @@ impl Vocabulary for Calls {
 const R1: ReplicaId = ReplicaId(0);
 const R2: ReplicaId = ReplicaId(1);
 
-fn feed(events: &[(ReplicaId, EventKind<Calls>)]) -> u64 {
+fn feed(events: &[(ReplicaId, EventKind<Calls>)]) -> u128 {
     let mut coverage = InFlightCoverage::<Calls>::default();
     for (seq, (replica, kind)) in events.iter().enumerate() {
         let event = Event::of(*replica, clone_kind(kind));
@@ -87,7 +87,7 @@ fn clone_kind(kind: &EventKind<Calls>) -> EventKind<Calls> {
     }
 }
 
-fn cells(bits: u64) -> Vec<String> {
+fn cells(bits: u128) -> Vec<String> {
     let ops = Op::ALL.len();
     let mut names = Vec::new();
     for landing in Landing::ALL {

@@ -139,7 +139,7 @@ impl ScenarioSummary {
         self.steps += stats.steps;
         self.pct_drawn += u64::from(stats.pct_drawn);
         self.pct_applied += u64::from(stats.pct_applied);
-        self.coverage.add_bits(report.coverage());
+        self.coverage.add_bits(u128::from(report.coverage()));
         self.in_flight.add_bits(report.in_flight());
         for (invariant, sentence) in report.expected() {
             let label = invariant.to_string();

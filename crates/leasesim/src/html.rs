@@ -36,6 +36,12 @@ fn strokes_of<S: System>(index: usize, event: &Event<S>, out: &mut Vec<Stroke>) 
         EventKind::Rejected { call, .. } => {
             draws.extend([Draw::CallFailed { call: *call }, mark(MarkKind::Rejected)]);
         }
+        EventKind::RequestLost { call, .. } => {
+            draws.extend([
+                Draw::CallFailed { call: *call },
+                mark(MarkKind::RequestLost),
+            ]);
+        }
         EventKind::ReplyLost { call } => {
             draws.extend([Draw::CallFailed { call: *call }, mark(MarkKind::ReplyLost)]);
         }

@@ -110,6 +110,7 @@ fn rank(key: &str) -> (usize, &str) {
         "stop.at",
         "stop.replicas",
         "faults.reject.",
+        "faults.request_lost.",
         "faults.reply_lost.",
         "faults.revoke.probability",
         "faults.pause.probability",

@@ -336,7 +336,7 @@ pub struct RunReport<S: System> {
     /// The "sometimes" situations the run reached.
     pub coverage: SituationSet<S::Situation>,
     /// The in-flight cells the run reached (see [`InFlightCoverage`]).
-    pub in_flight: u64,
+    pub in_flight: u128,
     pub stats: RunStats,
     pub profile: FaultProfile<S>,
     pub events: Vec<Stamped<Event<S>>>,

@@ -114,6 +114,7 @@ fn fault_keys<S: System>(scenario: &Scenario<S>) -> Vec<FaultKey> {
     let mut keys = Vec::new();
     for (table, values) in [
         ("reject", &scenario.faults.reject),
+        ("request_lost", &scenario.faults.request_lost),
         ("reply_lost", &scenario.faults.reply_lost),
     ] {
         for &op in S::Op::ALL {

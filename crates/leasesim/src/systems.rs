@@ -120,7 +120,7 @@ pub trait AnyReport {
     /// The situations reached, as bits of the system's situation list.
     fn coverage(&self) -> u64;
     /// The in-flight cells reached, as bits (see `leasesim_invariants::Landing::bit`).
-    fn in_flight(&self) -> u64;
+    fn in_flight(&self) -> u128;
     fn stats(&self) -> RunStats;
     /// Cut off at its event limit before any verdict.
     fn truncated(&self) -> bool;
@@ -429,7 +429,7 @@ impl<S: System> AnyReport for ReportOf<S> {
         self.report.coverage.bits()
     }
 
-    fn in_flight(&self) -> u64 {
+    fn in_flight(&self) -> u128 {
         self.report.in_flight
     }
 

@@ -81,6 +81,9 @@ pub fn event_text<S: System>(kind: &EventKind<S>) -> String {
             format!("   applied #{call}: {}", S::applied_text(applied))
         }
         EventKind::ReplyLost { call } => format!("   reply to #{call} lost after apply (fault)"),
+        EventKind::RequestLost { call, op } => {
+            format!("   {} #{call} lost before apply (fault)", op.name())
+        }
         EventKind::Answered { call, op, answer } => {
             format!("<- {} #{call}: {}", op.name(), S::answer_text(answer))
         }
@@ -282,6 +285,7 @@ fn kind_name<S: System>(kind: &EventKind<S>) -> &'static str {
         EventKind::Rejected { .. } => "rejected",
         EventKind::Applied { .. } => "applied",
         EventKind::ReplyLost { .. } => "reply-lost",
+        EventKind::RequestLost { .. } => "request-lost",
         EventKind::Answered { .. } => "answered",
         EventKind::ClockRead { .. } => "clock-read",
         EventKind::TimerSet { .. } => "timer-set",

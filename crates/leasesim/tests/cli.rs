@@ -2058,7 +2058,7 @@ fn the_summary_counts_each_fault_that_met_a_call_in_flight_and_names_the_gaps() 
         .collect();
     // Every seed acquires; a stop during an acquire is what this scenario is about; it has
     // no clock jumps, so that column is a gap.
-    assert_eq!(counts.len(), 6, "{acquire}");
+    assert_eq!(counts.len(), 7, "{acquire}");
     assert_eq!(counts[0], 4, "{acquire}");
     assert!(counts[1] >= 1, "no stop met an acquire: {acquire}");
     assert_eq!(counts[3], 0, "{acquire}");

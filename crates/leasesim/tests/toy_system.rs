@@ -236,7 +236,7 @@ fn a_bad_toy_scenario_is_refused_at_its_place_with_the_valid_keys() {
         (
             "[faults]\nclaim_lots = 0.5\n",
             "4:1",
-            "valid: reject, reply_lost, timeout_ms, pause, claim_lost",
+            "valid: reject, request_lost, reply_lost, timeout_ms, pause, claim_lost",
         ),
         (
             "[faults.reject]\ndelete = 0.5\n",

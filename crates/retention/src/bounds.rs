@@ -7,7 +7,7 @@
 //!   flight. Every bound below is about such a term with faults healed.
 //! - *longest term*: its serial round trips at the scenario's highest latencies: acquire,
 //!   every delete of a full cap, the renewal it waits for, the release; plus, for a term open
-//!   when faults heal, a pause still running and a lost reply's timeout.
+//!   when faults heal, a pause still running and a lost request's or reply's timeout.
 //! - *drain capacity*: the most rows the replicas could delete before the liveness phase ends,
 //!   even at the lowest latencies and the shortest pauses between terms; an upper bound, so a
 //!   scenario over it is certainly undrainable (one under it may still be, in a given run).
@@ -80,16 +80,12 @@ fn longest_term_ms(scenario: &Scenario) -> (u64, String) {
         "{total_ms} ms of round trips at the highest latencies (acquire, {deletes} deletes, a \
          renewal, the release)"
     );
-    if scenario
-        .faults
-        .reply_lost
-        .values()
-        .iter()
-        .any(|p| p.get() > 0.0)
-    {
+    if scenario.faults.timeouts() {
         let timeout_ms = scenario.faults.timeout_ms.get();
         total_ms += timeout_ms;
-        parts.push_str(&format!(", {timeout_ms} ms of a lost reply's timeout"));
+        parts.push_str(&format!(
+            ", {timeout_ms} ms of a lost request's or reply's timeout"
+        ));
     }
     if scenario.faults.pause.probability.get() > 0.0 {
         let pause_ms = scenario.faults.pause.duration_ms.max;

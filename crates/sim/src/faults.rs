@@ -50,6 +50,7 @@ pub struct StopPlan<Op> {
 pub struct FaultProfile<S: System> {
     pub latency: PerOp<MsRange>,
     pub reject: PerOp<f64>,
+    pub request_lost: PerOp<f64>,
     pub reply_lost: PerOp<f64>,
     pub timeout_ms: u64,
     pub pause: Tick,
@@ -120,6 +121,7 @@ impl<S: System> FaultProfile<S> {
         let faults = &scenario.faults;
         let per_op = |values: &PerOp<Probability>| values.map(|p| scale.apply(p.get()));
         let reject = per_op(&faults.reject);
+        let request_lost = per_op(&faults.request_lost);
         let reply_lost = per_op(&faults.reply_lost);
         let pause = Tick {
             probability: scale.apply(faults.pause.probability.get()),
@@ -136,6 +138,7 @@ impl<S: System> FaultProfile<S> {
         let profile = FaultProfile {
             latency,
             reject,
+            request_lost,
             reply_lost,
             timeout_ms: faults.timeout_ms.get(),
             pause,
@@ -152,6 +155,12 @@ impl<S: System> FaultProfile<S> {
         profile
     }
 
+    /// Can a call end in a timeout (a request or a reply lost on some operation)?
+    pub fn timeouts(&self) -> bool {
+        let on = |values: &PerOp<f64>| values.values().iter().any(|&p| p > 0.0);
+        on(&self.request_lost) || on(&self.reply_lost)
+    }
+
     /// One line per fault dimension, for trace headers. Faults that are off are omitted.
     pub fn describe(&self) -> Vec<String> {
         let mut lines = Vec::new();
@@ -164,7 +173,12 @@ impl<S: System> FaultProfile<S> {
             .collect::<Vec<_>>()
             .join(", ");
         lines.push(format!("latency: {latency}"));
-        for (label, values) in [("reject", &self.reject), ("reply-lost", &self.reply_lost)] {
+        let tables = [
+            ("reject", &self.reject),
+            ("request-lost", &self.request_lost),
+            ("reply-lost", &self.reply_lost),
+        ];
+        for (label, values) in tables {
             let on: Vec<String> = S::Op::ALL
                 .iter()
                 .filter(|&&op| values.get(op) > 0.0)
@@ -174,7 +188,7 @@ impl<S: System> FaultProfile<S> {
                 lines.push(format!("{label}: {}", on.join(", ")));
             }
         }
-        if self.reply_lost.values().iter().any(|&p| p > 0.0) {
+        if self.timeouts() {
             lines.push(format!("timeout: {}ms", self.timeout_ms));
         }
         self.describe_ticks(&mut lines);

@@ -42,7 +42,13 @@ const SHARED_KEYS: &[&str] = &[
 ];
 
 /// The shared keys of `[faults]`.
-const SHARED_FAULT_KEYS: &[&str] = &["reject", "reply_lost", "timeout_ms", "pause"];
+const SHARED_FAULT_KEYS: &[&str] = &[
+    "reject",
+    "request_lost",
+    "reply_lost",
+    "timeout_ms",
+    "pause",
+];
 
 /// Upper bound on replicas (owner ids and per-replica state stay small).
 pub const MAX_REPLICAS: u16 = 64;
@@ -150,11 +156,30 @@ pub struct StopSection<Op> {
 pub struct FaultSection {
     /// Probability a request is refused before it is applied, per operation.
     pub reject: PerOp<Probability>,
+    /// Probability a request is lost before it is applied (the caller sees a timeout), per
+    /// operation.
+    pub request_lost: PerOp<Probability>,
     /// Probability a reply is lost after the request was applied, per operation.
     pub reply_lost: PerOp<Probability>,
-    /// When a reply is lost, the caller's error arrives this long after it sent the request.
+    /// When a request or its reply is lost, the caller's error arrives this long after it
+    /// sent the request.
     pub timeout_ms: SpanMs,
     pub pause: PauseSection,
+}
+
+impl FaultSection {
+    /// Can a call end in a timeout (a request or a reply lost on some operation)?
+    pub fn timeouts(&self) -> bool {
+        let on = |values: &PerOp<Probability>| values.values().iter().any(|p| p.get() > 0.0);
+        on(&self.request_lost) || on(&self.reply_lost)
+    }
+
+    /// Can a call of `op` fail in the network (refused, or its request or reply lost)?
+    pub fn call_can_fail(&self, op: impl OpSet) -> bool {
+        [&self.reject, &self.request_lost, &self.reply_lost]
+            .iter()
+            .any(|values| values.get(op).get() > 0.0)
+    }
 }
 
 /// A checked scenario of system `S`.
@@ -371,6 +396,8 @@ struct SharedFaults {
     #[serde(default)]
     reject: Option<Spanned<OpTable<Probability>>>,
     #[serde(default)]
+    request_lost: Option<Spanned<OpTable<Probability>>>,
+    #[serde(default)]
     reply_lost: Option<Spanned<OpTable<Probability>>>,
     #[serde(default = "defaults::timeout_ms")]
     timeout_ms: SpanMs,
@@ -382,6 +409,7 @@ impl Default for SharedFaults {
     fn default() -> Self {
         SharedFaults {
             reject: None,
+            request_lost: None,
             reply_lost: None,
             timeout_ms: defaults::timeout_ms(),
             pause: PauseSection::default(),
@@ -551,6 +579,11 @@ pub fn parse_scenario<S: System>(
     let stop = ctx.stop::<S>(file.stop, replicas, file.duration_ms.get())?;
     let faults = FaultSection {
         reject: ctx.per_op::<S, _>(file.faults.reject, Probability::OFF, "faults.reject")?,
+        request_lost: ctx.per_op::<S, _>(
+            file.faults.request_lost,
+            Probability::OFF,
+            "faults.request_lost",
+        )?,
         reply_lost: ctx.per_op::<S, _>(
             file.faults.reply_lost,
             Probability::OFF,

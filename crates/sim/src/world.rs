@@ -4,8 +4,11 @@
 //! Terminology:
 //! - *send*: a request leaves the replica; its *flight* (a world task, so it completes even if
 //!   the worker stops waiting) carries it to the service after a drawn latency, where it may be
-//!   refused (fault), or *applied* (by the system, [`System::apply`]); the answer then flies
-//!   back after another drawn latency, or is lost (fault) and the caller sees a timeout.
+//!   refused (fault; the caller sees the refusal), lost before it arrives (fault; the caller
+//!   sees a timeout, nothing was applied), or *applied* (by the system, [`System::apply`]);
+//!   the answer then flies back after another drawn latency, or is lost (fault) and the
+//!   caller sees a timeout: from a timeout alone a caller cannot tell whether its request
+//!   took effect.
 //! - *healed*: the liveness phase switches every fault off; latencies remain.
 //! - *service time*: [`EPOCH_MS`] + virtual time; every service's clock.
 
@@ -151,6 +154,12 @@ impl<S: System> World<S> {
             env.emit_for(replica, EventKind::Rejected { call, op });
             env.sleep(env.range(latency.min, latency.max)).await;
             return S::failed(NetFailure::Rejected);
+        }
+        if self.fault(self.profile.request_lost.get(op)) {
+            env.emit_for(replica, EventKind::RequestLost { call, op });
+            let timeout_at = sent_ms + self.profile.timeout_ms;
+            env.sleep_until(timeout_at.max(env.now_ms())).await;
+            return S::failed(NetFailure::Timeout);
         }
         let (applied, answer) = S::apply(self, replica, request);
         env.emit_for(replica, EventKind::Applied { call, applied });

@@ -32,6 +32,7 @@ pub enum MarkKind {
     FreedNothing,
     Takeover,
     Rejected,
+    RequestLost,
     ReplyLost,
     StopCalled,
     StopResolved,

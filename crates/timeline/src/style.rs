@@ -38,7 +38,7 @@ pub(crate) struct KindStyle {
 }
 
 /// How each mark kind is drawn, in legend order.
-const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
+const KIND_STYLES: [(MarkKind, KindStyle); 17] = {
     use {MarkKind as K, Row as R, Shape as S};
     [
         (
@@ -114,6 +114,14 @@ const KIND_STYLES: [(MarkKind, KindStyle); 16] = {
             },
         ),
         (
+            K::RequestLost,
+            KindStyle {
+                class: "mu",
+                shape: S::Square,
+                row: R::Control,
+            },
+        ),
+        (
             K::ReplyLost,
             KindStyle {
                 class: "mq",
@@ -181,7 +189,7 @@ pub(crate) fn kind_style(kind: MarkKind) -> KindStyle {
 }
 
 /// Every mark kind, in legend order.
-pub(crate) const ALL_KINDS: [MarkKind; 16] = [
+pub(crate) const ALL_KINDS: [MarkKind; 17] = [
     MarkKind::Delete,
     MarkKind::StaleDelete,
     MarkKind::RefusedDelete,
@@ -191,6 +199,7 @@ pub(crate) const ALL_KINDS: [MarkKind; 16] = [
     MarkKind::FreedNothing,
     MarkKind::Takeover,
     MarkKind::Rejected,
+    MarkKind::RequestLost,
     MarkKind::ReplyLost,
     MarkKind::StopCalled,
     MarkKind::StopResolved,
@@ -222,7 +231,7 @@ pub(crate) fn css() -> String {
         format!(".gr{{stroke:{GRID_STROKE};stroke-opacity:.35;fill:none}}.ax{{fill:#495057}}"),
         format!(".ca{{fill:{ACQUIRE_CALL_FILL}}}.cr,.mn{{fill:{RENEWAL_FILL}}}"),
         format!(".cd,.md,.dl{{fill:{DELETE_FILL}}}.cl,.mr{{fill:{RELEASE_FILL}}}"),
-        format!(".cf,.mx,.mo,.mf,.mj,.mq,.mv,.lw{{fill:{WARNING_FILL}}}"),
+        format!(".cf,.mx,.mo,.mf,.mj,.mu,.mq,.mv,.lw{{fill:{WARNING_FILL}}}"),
         format!(".ms,.sl,.vi{{fill:{VIOLATION_FILL}}}.mt{{fill:{TAKEOVER_FILL}}}"),
         format!(".me,.mz{{fill:{STOP_FILL}}}.mc{{fill:{PAGE_FILL};stroke:{STOP_FILL};stroke-width:1.5}}"),
         format!(".mk{{fill:{CLOCK_JUMP_FILL}}}.mb,.bl{{fill:{BACKLOG_FILL}}}"),

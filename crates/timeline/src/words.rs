@@ -80,7 +80,7 @@ pub(crate) fn fill(template: &str, count: u64) -> String {
 }
 
 /// The retention system's words of every mark kind, in legend order.
-const RETENTION_MARKS: [MarkWords; 16] = {
+const RETENTION_MARKS: [MarkWords; 17] = {
     use MarkKind as K;
     let plain = MarkWords::plain;
     [
@@ -121,6 +121,7 @@ const RETENTION_MARKS: [MarkWords; 16] = {
             "acquire took over an expired lease",
         ),
         plain(K::Rejected, "rejected call", "call rejected before apply"),
+        plain(K::RequestLost, "lost request", "request lost before apply"),
         plain(K::ReplyLost, "lost reply", "reply lost after apply"),
         plain(K::StopCalled, "stop called", "stop() called"),
         plain(K::StopResolved, "stop returned", "stop() returned"),

@@ -62,9 +62,7 @@ pub fn quickest_item_ms(scenario: &Scenario) -> u64 {
     let done_ms = effects_ms + trip(Op::Done);
     let refused_ms = effects_ms + trip(Op::Fail);
     let faults = &scenario.faults;
-    let apply_can_fail = scenario.swarm
-        || faults.reject.get(Op::Apply).get() > 0.0
-        || faults.reply_lost.get(Op::Apply).get() > 0.0;
+    let apply_can_fail = scenario.swarm || faults.call_can_fail(Op::Apply);
     let given_up_ms = match apply_can_fail {
         true => attempts * (claimed_ms + trip(Op::Apply)) + trip(Op::Fail),
         false => u64::MAX,

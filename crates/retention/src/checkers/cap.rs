@@ -363,6 +363,10 @@ impl Checker<Retention> for TermCap {
                 call,
                 op: OpKind::Delete,
             }
+            | EventKind::RequestLost {
+                call,
+                op: OpKind::Delete,
+            }
             | EventKind::Applied {
                 call,
                 applied: Applied::DeleteRefused { .. },

@@ -291,6 +291,10 @@ impl Checker<Retention> for NoEligibleMiss {
                 call,
                 op: OpKind::Delete,
             }
+            | EventKind::RequestLost {
+                call,
+                op: OpKind::Delete,
+            }
             | EventKind::Applied {
                 call,
                 applied: Applied::DeleteRefused { .. },

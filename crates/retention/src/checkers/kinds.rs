@@ -4,7 +4,7 @@
 //! - *worker side*: what a worker does and sees, plus the run's structure: terms, calls,
 //!   answers, stops, restarts, phases and the backlog check. Every checker reads these.
 //! - *service side*: what the lease service and the store did with a request (`Applied`,
-//!   `Rejected`): only the checkers of applied effects read these.
+//!   `Rejected`, `RequestLost`): only the checkers of applied effects read these.
 //! - Everything else (clock reads, timers, faults, revocations) is read only by the checkers
 //!   that name it.
 //!

@@ -89,6 +89,10 @@ impl Checker<Retention> for StaleTokenDelete {
                 call,
                 op: OpKind::Delete,
             }
+            | EventKind::RequestLost {
+                call,
+                op: OpKind::Delete,
+            }
             | EventKind::Applied {
                 call,
                 applied: Applied::DeleteRefused { .. },

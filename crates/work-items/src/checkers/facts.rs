@@ -80,7 +80,7 @@ mod tests {
 
     /// The ledger checkers' feed (worker side and pass notes), then the book checkers' two.
     const LEDGER_FEED: u32 = mask::WORKER_SIDE | notes::PASS;
-    const BOOK_FEEDS: [u32; 2] = [mask::CALL | mask::APPLIED | mask::REJECTED, mask::APPLIED];
+    const BOOK_FEEDS: [u32; 2] = [mask::CALL | mask::SERVICE_SIDE, mask::APPLIED];
 
     fn request(pick: u8, item: u32, token: u64) -> Request {
         let now_ms = EPOCH_MS;

@@ -57,7 +57,7 @@ fn sent_words(call: Option<&Stamped<Event>>) -> String {
 /// The kinds the service-side checkers read: the writes they judge being sent, and the
 /// services' decisions.
 fn service_kinds(kind: &EventKind) -> bool {
-    kind.bit() & (mask::CALL | mask::APPLIED | mask::REJECTED) != 0
+    kind.bit() & (mask::CALL | mask::SERVICE_SIDE) != 0
 }
 
 /// Books the `Call` of a request `wanted` picks; forgets a call once it is applied or refused.
@@ -72,7 +72,7 @@ fn book_call(
             calls.insert(call, replica?, event.clone());
             None
         }
-        EventKind::Rejected { call, .. } => {
+        EventKind::Rejected { call, .. } | EventKind::RequestLost { call, .. } => {
             calls.take(call, replica);
             None
         }
