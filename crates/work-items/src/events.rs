@@ -120,6 +120,16 @@ pub enum ErrorCode {
     Stopped,
 }
 
+impl ErrorCode {
+    /// The operation a transport failure came from (`None` for the other codes).
+    pub fn op(self) -> Option<Op> {
+        match self {
+            ErrorCode::Rejected(op) | ErrorCode::Timeout(op) => Some(op),
+            ErrorCode::ProviderRefused | ErrorCode::Stopped => None,
+        }
+    }
+}
+
 /// A request as the worker sent it. `now_ms` is the worker's clock (informative only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -275,10 +275,12 @@ fn misjudged(
         }
         ErrorCode::ProviderRefused => None,
         code => {
-            let last = held.last_failure.as_ref().map(|(last, _)| *last);
+            let last = held.last_failure().map(|(last, _)| *last);
             if last != Some(code) {
                 let last = last.map_or("no error".into(), error_text);
-                return Some(format!("the last error the claim received was {last}"));
+                return Some(format!(
+                    "the last error of a call not retried to success was {last}"
+                ));
             }
             match (fail, spent) {
                 (true, false) => Some(format!(
@@ -331,7 +333,7 @@ impl Checker<WorkItems> for GiveUpPolicy {
                 sent_words(replica, &request, event.at_ms),
                 error_text(error)
             );
-            let failure = held.last_failure.as_ref().map(|(_, e)| e);
+            let failure = held.last_failure().map(|(_, e)| e);
             let context = [Some(&held.granted), failure, ledger.stop.as_ref()];
             Some(Violation::new(
                 Invariant::GiveUpPolicy,
@@ -356,7 +358,7 @@ mod tests {
 
     use super::*;
     use crate::checkers::testkit::{R1, Script, assert_broken, assert_holds, key};
-    use crate::events::{Applied, Key, LookupView, Mark, Op, Prior};
+    use crate::events::{Answer, Applied, Key, LookupView, Mark, Op, Prior};
 
     fn apply(item: u32, token: u64) -> Request {
         Request::Apply {
@@ -534,6 +536,39 @@ mod tests {
         assert_holds(Invariant::GiveUpPolicy, &script);
     }
 
+    /// The apply is given up after a renewal on the way was refused once and then granted:
+    /// the error to give up with is the apply's, not the renewal's.
+    #[test]
+    fn give_up_policy_names_the_call_that_ran_out_not_one_retried_to_success() {
+        let renewed_after_a_refusal = || {
+            let renew = Request::Renew {
+                item: 2,
+                token: 4,
+                lease_ms: 1_000,
+                now_ms: 0,
+            };
+            let mut script = rejected(1);
+            script.failed(R1, renew, None, NetFailure::Rejected);
+            let granted = Applied::Renewed {
+                item: 2,
+                token: 4,
+                expires_at_ms: 9,
+            };
+            script.round(R1, renew, granted, Answer::Renewed { expires_at_ms: 9 });
+            script
+        };
+        let mut given_up = renewed_after_a_refusal();
+        let apply_code = ErrorCode::Rejected(Op::Apply);
+        given_up.mark(R1, release(2, 4, apply_code), Mark::Released);
+        assert_holds(Invariant::GiveUpPolicy, &given_up);
+        let mut script = renewed_after_a_refusal();
+        script.send(R1, release(2, 4, ErrorCode::Rejected(Op::Renew)));
+        let seq = script.last_seq();
+        let words =
+            ["the last error of a call not retried to success was rejected(apply_if_owner)"];
+        assert_broken(Invariant::GiveUpPolicy, &script, seq, &words);
+    }
+
     #[test]
     fn give_up_policy_breaks_on_the_wrong_error_or_the_wrong_mark() {
         let code = ErrorCode::Rejected(Op::Apply);
@@ -547,7 +582,7 @@ mod tests {
             (
                 1,
                 release(2, 4, ErrorCode::Timeout(Op::Done)),
-                "the last error the claim received was rejected(apply_if_owner)",
+                "the last error of a call not retried to success was rejected(apply_if_owner)",
             ),
             (
                 1,

@@ -100,8 +100,8 @@ impl Invariant {
             }
             Invariant::GiveUpPolicy => {
                 "an item given up is released while it has attempts left and failed once they are \
-                 spent or the provider refused it, always with the last error the claim received \
-                 (or `stopped` after a stop)"
+                 spent or the provider refused it, always with the last error of the call it \
+                 gave up on, not one retried to success since (or `stopped` after a stop)"
             }
             Invariant::StopQuiesces => {
                 "after stop() the worker sends no find, claim, renewal, apply, done-mark, status \

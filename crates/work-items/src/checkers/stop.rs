@@ -14,7 +14,7 @@ use leasesim_invariants::{At, Checker, PerReplica};
 
 use super::claims::calls;
 use super::facts::Facts;
-use super::track::Ledger;
+use super::track::{Ending, Ledger};
 use super::{Invariant, Violation};
 use crate::events::{Event, EventKind, Op, Stamped, WorkItems};
 
@@ -127,10 +127,12 @@ fn too_early<'a>(
 fn follow(held_at_stop: &mut Option<HeldAtStop>, ledger: &Ledger, event: &Stamped<Event>) {
     match event.event.kind {
         EventKind::StopCalled => {
+            // A claim whose release or fail was tried and ran out of retries was tried: the
+            // worker holds nothing it still owes a settle (it may already be claiming anew).
             *held_at_stop = ledger
                 .held
                 .as_ref()
-                .filter(|held| !held.settled())
+                .filter(|held| !held.settled() && held.ending != Ending::Abandoned)
                 .map(|held| HeldAtStop {
                     item: held.item,
                     token: held.token,
@@ -198,6 +200,8 @@ impl Checker<WorkItems> for StopJoins {
 
 #[cfg(test)]
 mod tests {
+    use leasesim_events::NetFailure;
+
     use super::*;
     use crate::checkers::testkit::{R1, R2, Script, assert_broken, assert_holds};
     use crate::events::{EndKind, ErrorCode, Mark, PassCounts, Request};
@@ -257,6 +261,26 @@ mod tests {
         let mut script = stopped_holding();
         script.send(R2, Request::Find { after: None });
         assert_holds(Invariant::StopQuiesces, &script);
+    }
+
+    /// r1's fail of item 1 ran out of retries (abandoned) before the stop: the worker owes
+    /// no settle any more, so the stop may return once its pass ended.
+    #[test]
+    fn stop_joins_holds_after_a_settle_that_ran_out_of_retries() {
+        let mut script = Script::new();
+        script.at(100).pass_start(R1, 1);
+        script.claim(R1, 1, 3, 1);
+        let fail = Request::Fail {
+            item: 1,
+            token: 3,
+            error: ErrorCode::ProviderRefused,
+            now_ms: 0,
+        };
+        script.failed(R1, fail, None, NetFailure::Timeout);
+        script.at(200).on(R1, EventKind::StopCalled);
+        script.pass_end(R1, 1, EndKind::Stopped, PassCounts::default(), None);
+        script.on(R1, EventKind::StopResolved);
+        assert_holds(Invariant::StopJoins, &script);
     }
 
     #[test]

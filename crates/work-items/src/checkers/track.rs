@@ -180,8 +180,10 @@ pub(crate) struct Held {
     pub granted: Stamped<Event>,
     /// The lease-lost answer, if any.
     pub lost: Option<Stamped<Event>>,
-    /// The last transport failure answered to a call of this claim.
-    pub last_failure: Option<(ErrorCode, Stamped<Event>)>,
+    /// Transport failures of this claim's calls that no later call of the same operation
+    /// got past, oldest first (at most one per operation): a step retried to success no
+    /// longer counts, so the last one is the error of the step the worker is stuck on.
+    pub failures: Vec<(ErrorCode, Stamped<Event>)>,
     /// The provider (or a lookup) answered refused.
     pub refused: Option<Stamped<Event>>,
     /// A provider apply that answered a timeout, not yet settled by a lookup.
@@ -201,7 +203,7 @@ impl Held {
             attempt,
             granted: granted.clone(),
             lost: None,
-            last_failure: None,
+            failures: Vec::new(),
             refused: None,
             ambiguous: None,
             progressed: false,
@@ -215,8 +217,17 @@ impl Held {
         !matches!(self.ending, Ending::Open | Ending::Abandoned)
     }
 
+    /// The last transport failure of a step not retried to success: the error a worker that
+    /// gives the claim up now must give it up with.
+    pub fn last_failure(&self) -> Option<&(ErrorCode, Stamped<Event>)> {
+        self.failures.last()
+    }
+
     fn answered(&mut self, request: &Request, answer: Answer, event: &Stamped<Event>) {
         let op = request.op();
+        if !matches!(answer, Answer::Failed(_)) {
+            self.failures.retain(|(code, _)| code.op() != Some(op));
+        }
         match answer {
             Answer::LeaseLost => {
                 self.lost.get_or_insert_with(|| event.clone());
@@ -263,7 +274,10 @@ impl Held {
             NetFailure::Rejected => ErrorCode::Rejected(op),
             NetFailure::Timeout => ErrorCode::Timeout(op),
         };
-        self.last_failure = Some((code, event.clone()));
+        self.failures.retain(|(known, _)| known.op() != Some(op));
+        self.failures.push((code, event.clone()));
+        // invariant: one unresolved failure per operation, the newest last.
+        debug_assert!(self.failures.last().is_some_and(|(last, _)| *last == code));
         if let (Request::ProviderApply { key, .. }, NetFailure::Timeout) = (request, failure) {
             self.ambiguous = Some((*key, event.clone()));
         }
