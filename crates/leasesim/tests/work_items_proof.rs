@@ -176,6 +176,7 @@ const PROBES: &[(&str, Probe, &str)] = &[
     ("items-provider-timeouts", EachRun(a_lost_provider_reply_was_reconciled_to_applied), "items-steady"),
     ("items-steady", EachRun(every_item_was_done_on_its_first_claim), "items-store-reply-lost"),
     ("items-stop-anywhere", EachRun(a_stop_while_holding_released_the_claim), "items-steady"),
+    ("items-store-outage", EachRun(a_pass_ended_with_the_store_unavailable), "items-steady"),
     ("items-store-reply-lost", EachRun(a_write_whose_reply_was_lost_was_retried), "items-steady"),
     ("items-swarm", AcrossSeeds(swarm_switches_faults_between_seeds), "items-provider-timeouts"),
     ("items-ugly-transition", EachRun(the_ugly_transition), "items-steady"),
@@ -591,22 +592,39 @@ fn a_stop_while_holding_released_the_claim(report: &Report) -> bool {
     })
 }
 
+/// items-store-outage: a pass gave up because the store stayed unreachable through every
+/// retry of a find or a status read.
+fn a_pass_ended_with_the_store_unavailable(report: &Report) -> bool {
+    report.events.iter().any(|e| {
+        matches!(
+            e.event.kind,
+            EventKind::Note(Note::PassEnded {
+                end: leasesim_work_items::events::EndKind::Unavailable,
+                ..
+            })
+        )
+    })
+}
+
 /// items-swarm: across the seeds, at least five fault dimensions are on in some runs and off
-/// in others.
+/// in others (each operation's refusals and lost requests and replies count on their own:
+/// swarm switches them one by one).
 fn swarm_switches_faults_between_seeds(runs: &[Report]) -> bool {
     let dimensions = |r: &Report| -> Vec<bool> {
         let p = &r.profile;
-        vec![
+        let mut on = vec![
             p.pause.probability > 0.0,
             p.jump.probability > 0.0,
             p.clocks
                 .iter()
                 .any(|c| c.offset_ms != 0 || c.drift_ppm != 0),
-            p.reply_lost.values().iter().any(|&x| x > 0.0),
-            p.reject.values().iter().any(|&x| x > 0.0),
             p.system.provider_refuses > 0.0,
             p.stop.at != leasesim_sim::scenario::StopAt::None,
-        ]
+        ];
+        for table in [&p.reject, &p.request_lost, &p.reply_lost] {
+            on.extend(table.values().iter().map(|&x| x > 0.0));
+        }
+        on
     };
     let all: Vec<Vec<bool>> = runs.iter().map(dimensions).collect();
     let varying = (0..all[0].len())

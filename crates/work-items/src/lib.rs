@@ -36,7 +36,7 @@ pub mod store;
 
 use std::rc::Rc;
 
-use leasesim_events::ReplicaId;
+use leasesim_events::{OpSet, ReplicaId};
 use leasesim_invariants::Judged;
 use leasesim_sim::{
     Env, FaultProfile, LocalTask, Scale, ScenarioError, System, SystemPart, WorkerInfo, World,
@@ -87,7 +87,8 @@ impl System for WorkItems {
          only while they own them (apply_if_owner, mark_done_if_owner, idempotent provider)";
     const KEYS: &'static [&'static str] = &["items", "worker", "store", "settle"];
     const FAULT_KEYS: &'static [&'static str] = &["provider_refuses"];
-    const STOP_OPS: &'static [Op] = &[Op::Claim, Op::Apply, Op::Provider, Op::Done];
+    /// Every call the core makes: a stop can land while any of them is in flight.
+    const STOP_OPS: &'static [Op] = <Op as OpSet>::ALL;
 
     type Settings = settings::Settings;
     type Drawn = settings::Drawn;

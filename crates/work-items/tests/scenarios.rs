@@ -21,7 +21,7 @@ fn every_shipped_scenario_loads_and_names_its_system() {
         }
     }
     names.sort();
-    assert_eq!(names.len(), 9, "{names:?}");
+    assert_eq!(names.len(), 10, "{names:?}");
 }
 
 #[test]

@@ -46,10 +46,19 @@ pub enum Situation {
     PassDeadline,
     /// A store write was applied and its reply lost.
     StoreReplyLost,
+    /// A lookup after a provider timeout found the key unknown: the request was lost before
+    /// the provider applied it, so the effect is applied again under the same key.
+    ReconcileFoundUnknown,
+    /// A status read failed in transport (the worker retries it, or gives up).
+    StatusReadFailed,
+    /// A pass ended because the store stayed unreachable through every retry.
+    StoreUnavailable,
+    /// `stop()` was called while a pass waited out a backoff between retries.
+    StopDuringBackoff,
 }
 
 impl Situation {
-    pub const COUNT: usize = 14;
+    pub const COUNT: usize = 18;
 
     pub const ALL: [Situation; Situation::COUNT] = [
         Situation::ClaimTakenOver,
@@ -66,6 +75,10 @@ impl Situation {
         Situation::StopWhileHolding,
         Situation::PassDeadline,
         Situation::StoreReplyLost,
+        Situation::ReconcileFoundUnknown,
+        Situation::StatusReadFailed,
+        Situation::StoreUnavailable,
+        Situation::StopDuringBackoff,
     ];
 
     pub fn name(self) -> &'static str {
@@ -84,6 +97,10 @@ impl Situation {
             Situation::StopWhileHolding => "stop-while-holding",
             Situation::PassDeadline => "pass-deadline",
             Situation::StoreReplyLost => "store-reply-lost",
+            Situation::ReconcileFoundUnknown => "reconcile-found-unknown",
+            Situation::StatusReadFailed => "status-read-failed",
+            Situation::StoreUnavailable => "store-unavailable",
+            Situation::StopDuringBackoff => "stop-during-backoff",
         }
     }
 
@@ -107,6 +124,16 @@ impl Situation {
             Situation::StopWhileHolding => "stop() was called while its replica held a claim",
             Situation::PassDeadline => "a pass ended at its deadline with items still open",
             Situation::StoreReplyLost => "a store write was applied and its reply lost",
+            Situation::ReconcileFoundUnknown => {
+                "a lookup found the key unknown: the effect is applied again under the same key"
+            }
+            Situation::StatusReadFailed => "a status read failed in transport",
+            Situation::StoreUnavailable => {
+                "a pass ended because the store stayed unreachable through every retry"
+            }
+            Situation::StopDuringBackoff => {
+                "stop() was called while a pass waited out a backoff between retries"
+            }
         }
     }
 }
@@ -143,6 +170,10 @@ struct Replica {
     in_flight: Vec<(u64, Request)>,
     /// The held claim's item and whether a chunk of it was applied; `settled` once it ended.
     held: Option<(u32, bool)>,
+    /// A pass is running (between its start and end notes).
+    pass_open: bool,
+    /// The pass set a timer since its last call or answer: it waits out a backoff.
+    backing_off: bool,
 }
 
 /// The situations one run reached.
@@ -223,6 +254,8 @@ impl Coverage {
                 Some(Situation::ItemReleased)
             }
             (_, Answer::Lookup(LookupView::Applied)) => Some(Situation::ReconcileFoundApplied),
+            (_, Answer::Lookup(LookupView::Unknown)) => Some(Situation::ReconcileFoundUnknown),
+            (Request::Status, Answer::Failed(_)) => Some(Situation::StatusReadFailed),
             _ => None,
         }
     }
@@ -232,6 +265,11 @@ impl Coverage {
             return;
         };
         let replica = self.replicas.at(id);
+        match event.event.kind {
+            EventKind::Call { .. } | EventKind::Answered { .. } => replica.backing_off = false,
+            EventKind::TimerSet { .. } => replica.backing_off = replica.pass_open,
+            _ => {}
+        }
         match event.event.kind {
             EventKind::Call { call, request } => replica.in_flight.push((call, request)),
             EventKind::Answered { call, answer, .. } => {
@@ -246,13 +284,21 @@ impl Coverage {
                     replica.held = None;
                 }
             }
-            EventKind::StopCalled if replica.held.is_some() => {
-                self.reached.insert(Situation::StopWhileHolding);
+            EventKind::StopCalled => {
+                if replica.held.is_some() {
+                    self.reached.insert(Situation::StopWhileHolding);
+                }
+                if replica.backing_off {
+                    self.reached.insert(Situation::StopDuringBackoff);
+                }
             }
+            EventKind::Note(Note::PassStarted { .. }) => replica.pass_open = true,
             EventKind::Note(Note::PassEnded { end, .. }) => {
-                replica.held = None;
-                if end == EndKind::Deadline {
-                    self.reached.insert(Situation::PassDeadline);
+                (replica.held, replica.pass_open, replica.backing_off) = (None, false, false);
+                match end {
+                    EndKind::Deadline => self.reached.insert(Situation::PassDeadline),
+                    EndKind::Unavailable => self.reached.insert(Situation::StoreUnavailable),
+                    _ => {}
                 }
             }
             EventKind::Restarted => *replica = Replica::default(),
@@ -421,6 +467,23 @@ mod tests {
             Situation::PassDeadline => {
                 s.pass_end(R1, 1, EndKind::Deadline, PassCounts::default(), None);
             }
+            Situation::ReconcileFoundUnknown => {
+                let found = LookupView::Unknown;
+                let applied = Applied::LookedUp { key, found };
+                s.round(R1, Request::Lookup { key }, applied, Answer::Lookup(found));
+            }
+            Situation::StatusReadFailed => {
+                s.failed(R1, Request::Status, None, NetFailure::Rejected);
+            }
+            Situation::StoreUnavailable => {
+                let counts = PassCounts::default();
+                s.pass_end(R1, 1, EndKind::Unavailable, counts, None);
+            }
+            Situation::StopDuringBackoff => {
+                s.mark(R1, release(ErrorCode::Stopped), Mark::Released);
+                s.on(R1, EventKind::TimerSet { duration_ms: 50 });
+                s.on(R1, EventKind::StopCalled);
+            }
             store => store_steps(&mut s, store),
         }
         s
@@ -449,6 +512,21 @@ mod tests {
         s.at(100).pass_start(R1, 1);
         s.claim(R1, 0, 1, 1);
         s.mark(R1, release(ErrorCode::Stopped), Mark::Released);
+        s.on(R1, EventKind::StopCalled);
+        assert!(reached(&s).is_empty());
+        // A stop after a backoff that ended in a call, or after the pass ended, is no stop
+        // during a backoff.
+        let status = Answer::Status(crate::events::StatusView::default());
+        s.on(R1, EventKind::TimerSet { duration_ms: 50 });
+        s.round(
+            R1,
+            Request::Status,
+            Applied::Status(Default::default()),
+            status,
+        );
+        s.on(R1, EventKind::StopCalled);
+        s.on(R1, EventKind::TimerSet { duration_ms: 50 });
+        s.pass_end(R1, 1, EndKind::Stopped, PassCounts::default(), None);
         s.on(R1, EventKind::StopCalled);
         assert!(reached(&s).is_empty());
     }
