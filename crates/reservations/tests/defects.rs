@@ -48,8 +48,11 @@ enum Pattern {
     ReleaseWithoutToken,
     /// A transition sent again after one of the same reservation answered a state conflict.
     ConflictRetried,
-    /// A claim or transition passing the worker's own clock as now.
+    /// A transition passing the worker's own clock as now.
     WorkerNow,
+    /// Claims passing the worker's own clock as now, from a replica whose transitions pass
+    /// none.
+    ClaimOnlyWorkerNow,
     /// Two claims of one replica with one token.
     TokenReused,
     /// A claim sent while a reservation given up on (an invalid answer) was not released.
@@ -62,6 +65,7 @@ fn patterns(run: &WorldRun<Reservations>) -> BTreeMap<Pattern, usize> {
     let mut conflicted = BTreeMap::new();
     let mut expires = BTreeMap::new();
     let mut given_up = BTreeMap::new();
+    let (mut claim_now, mut expire_now) = (BTreeMap::new(), BTreeMap::new());
     for event in common::kinds(run) {
         let Some(replica) = event.replica else {
             continue;
@@ -77,7 +81,12 @@ fn patterns(run: &WorldRun<Reservations>) -> BTreeMap<Pattern, usize> {
                     given_up.remove(&(replica, id));
                     None
                 }
-                Request::Claim { now: Some(_), .. } | Request::Expire { now: Some(_), .. } => {
+                Request::Claim { now: Some(_), .. } => {
+                    *claim_now.entry(replica).or_insert(0) += 1;
+                    None
+                }
+                Request::Expire { now: Some(_), .. } => {
+                    expire_now.insert(replica, ());
                     Some(Pattern::WorkerNow)
                 }
                 Request::Claim { token, .. } => {
@@ -117,6 +126,11 @@ fn patterns(run: &WorldRun<Reservations>) -> BTreeMap<Pattern, usize> {
             *found.entry(pattern).or_insert(0) += 1;
         }
     }
+    for (replica, claims) in claim_now {
+        if !expire_now.contains_key(&replica) {
+            *found.entry(Pattern::ClaimOnlyWorkerNow).or_insert(0) += claims;
+        }
+    }
     found
 }
 
@@ -139,6 +153,11 @@ const OWN: &[(&str, Pattern, &str)] = &[
         "expiry-consume-race",
     ),
     ("worker-clock-now", Pattern::WorkerNow, "expiry-steady"),
+    (
+        "worker-clock-claim",
+        Pattern::ClaimOnlyWorkerNow,
+        "expiry-steady",
+    ),
     ("token-per-worker", Pattern::TokenReused, "expiry-steady"),
     (
         "release-skipped-on-error",
