@@ -92,7 +92,7 @@ impl System for Reservations {
          transition, a retry policy and dead letters, while agents consume holds";
     const KEYS: &'static [&'static str] = &["worker", "agents", "due_bound_ms"];
     const FAULT_KEYS: &'static [&'static str] = &["store_timeout", "malformed", "kill"];
-    const STOP_OPS: &'static [Op] = &[Op::Claim, Op::Expire, Op::Release];
+    const STOP_OPS: &'static [Op] = &[Op::Claim, Op::Expire, Op::Release, Op::DeadLetter];
 
     type Settings = settings::Settings;
     type Drawn = settings::Drawn;
