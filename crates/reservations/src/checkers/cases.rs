@@ -3,11 +3,11 @@
 
 use super::testkit::{R1, R2, Script, assert_broken, assert_holds, config, letter, report, store};
 use super::{Invariant, all_checkers};
-use crate::events::IdList;
 use crate::events::{
     Answer, Applied, ClassView, EventKind, Failure, OutcomeView, Phase, ReasonView, Request,
     StatusView,
 };
+use crate::events::{EndView, IdList, Note};
 use leasesim_events::Flow;
 
 #[test]
@@ -407,6 +407,23 @@ fn a_report_that_miscounts_breaks_run_report() {
         seq,
         &["r1's run ended at t=10ms", "it reports"],
     );
+}
+
+#[test]
+fn a_second_run_that_is_not_refused_breaks_run_report() {
+    let second = |end| EventKind::Note(Note::SecondRun { run: 1, end });
+    let mut refused = Script::new();
+    refused.run_started(R1);
+    refused.at(5).on(R1, second(EndView::AlreadyRunning));
+    assert_holds(Invariant::RunReport, &refused);
+    let mut ran = Script::new();
+    ran.run_started(R1);
+    let seq = ran.at(5).on(R1, second(EndView::Stopped));
+    let words = [
+        "r1's second run() while run() 1 was active ended at t=5ms as Stopped",
+        "refuses another at once",
+    ];
+    assert_broken(Invariant::RunReport, &ran, seq, &words);
 }
 
 #[test]

@@ -197,7 +197,8 @@ const TEXT: [(Invariant, &str, &str); Invariant::COUNT] = [
     (
         Invariant::RunReport,
         "run-report",
-        "the metrics run() reports match what its calls sent and were answered",
+        "the metrics run() reports match what its calls sent and were answered, and a \
+                 second run() while one is active is refused at once",
     ),
     (
         Invariant::Liveness,
