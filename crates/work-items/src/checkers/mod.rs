@@ -24,6 +24,7 @@ mod coverage;
 mod facts;
 mod invariant;
 mod liveness;
+mod renewal;
 mod report;
 mod service;
 mod stop;
@@ -42,6 +43,7 @@ pub use leasesim_invariants::Checker;
 
 use claims::{ClaimToken, GiveUpPolicy, ReconcileFirst, StopOnLeaseLost};
 use liveness::ItemsSettle;
+use renewal::RenewalDue;
 use report::RunReport;
 use service::{ClaimableOnly, DoneAfterEffect, EffectOnce, StaleApply, StaleDone};
 use stop::{StopJoins, StopQuiesces};
@@ -59,6 +61,8 @@ pub type CheckerSet = leasesim_invariants::CheckerSet<WorkItems, AnyChecker>;
 pub struct CheckConfig {
     /// Claims of one item before giving it up fails it.
     pub max_attempts: u32,
+    /// How long after asking for a grant, on the worker's clock, a claim is renewed.
+    pub renew_every_ms: u64,
 }
 
 /// The interest bit of the pass notes.
@@ -130,6 +134,7 @@ any_checker! {
     StopOnLeaseLost => |_| StopOnLeaseLost::new(),
     ReconcileFirst => |_| ReconcileFirst::new(),
     ClaimToken => |_| ClaimToken::new(),
+    RenewalDue => RenewalDue::new,
     GiveUpPolicy => GiveUpPolicy::new,
     StopQuiesces => |_| StopQuiesces::new(),
     StopJoins => |_| StopJoins::new(),

@@ -42,6 +42,9 @@ pub(crate) enum Flaw {
     /// `worker-token`: keeps the first token it was granted and sends it with every write of
     /// every later claim.
     WorkerToken,
+    /// `store-expiry-renewal`: decides a renewal is due by comparing the store's lease expiry
+    /// with its own clock instead of measuring the interval on its own clock.
+    StoreExpiryRenewal,
 }
 
 /// Why the loop of a run stopped claiming.
