@@ -65,7 +65,6 @@ fn patterns(run: &WorldRun<Reservations>) -> BTreeMap<Pattern, usize> {
     let mut conflicted = BTreeMap::new();
     let mut expires = BTreeMap::new();
     let mut given_up = BTreeMap::new();
-    let (mut claim_now, mut expire_now) = (BTreeMap::new(), BTreeMap::new());
     for event in common::kinds(run) {
         let Some(replica) = event.replica else {
             continue;
@@ -81,14 +80,8 @@ fn patterns(run: &WorldRun<Reservations>) -> BTreeMap<Pattern, usize> {
                     given_up.remove(&(replica, id));
                     None
                 }
-                Request::Claim { now: Some(_), .. } => {
-                    *claim_now.entry(replica).or_insert(0) += 1;
-                    None
-                }
-                Request::Expire { now: Some(_), .. } => {
-                    expire_now.insert(replica, ());
-                    Some(Pattern::WorkerNow)
-                }
+                // The worker's clock as now: `clock_patterns`.
+                Request::Claim { now: Some(_), .. } | Request::Expire { now: Some(_), .. } => None,
                 Request::Claim { token, .. } => {
                     let reused = tokens.insert(token, replica).is_some();
                     let held = given_up.keys().any(|(of, _)| *of == replica);
@@ -126,10 +119,36 @@ fn patterns(run: &WorldRun<Reservations>) -> BTreeMap<Pattern, usize> {
             *found.entry(pattern).or_insert(0) += 1;
         }
     }
-    for (replica, claims) in claim_now {
-        if !expire_now.contains_key(&replica) {
-            *found.entry(Pattern::ClaimOnlyWorkerNow).or_insert(0) += claims;
+    found.extend(clock_patterns(run));
+    found
+}
+
+/// The patterns of requests carrying the worker's clock as now: a transition's, and claims'
+/// from a replica whose transitions carry none.
+fn clock_patterns(run: &WorldRun<Reservations>) -> BTreeMap<Pattern, usize> {
+    let (mut claims, mut transitions) = (BTreeMap::new(), BTreeMap::new());
+    for event in common::kinds(run) {
+        let (Some(replica), EventKind::Call { request, .. }) = (event.replica, event.kind) else {
+            continue;
+        };
+        match request {
+            Request::Claim { now: Some(_), .. } => *claims.entry(replica).or_insert(0) += 1,
+            Request::Expire { now: Some(_), .. } => *transitions.entry(replica).or_insert(0) += 1,
+            _ => {}
         }
+    }
+    let mut found = BTreeMap::new();
+    let expired_by_clock: usize = transitions.values().sum();
+    if expired_by_clock > 0 {
+        found.insert(Pattern::WorkerNow, expired_by_clock);
+    }
+    let claims_only: usize = claims
+        .iter()
+        .filter(|(replica, _)| !transitions.contains_key(*replica))
+        .map(|(_, count)| count)
+        .sum();
+    if claims_only > 0 {
+        found.insert(Pattern::ClaimOnlyWorkerNow, claims_only);
     }
     found
 }
