@@ -1,10 +1,11 @@
 //! When a claim is renewed, and by which clock: `renewal-due`.
 //!
 //! Terminology:
-//! - *grant instant*: the worker's clock when it asked for the claim's last grant: the `now_ms`
-//!   its claim request carried, then that of each renewal the store granted. Every store
-//!   request of the worker carries its clock reading, so the stream shows the clock that
-//!   decided.
+//! - *grant instant*: the worker's clock when it asked for the claim's last grant: the latest
+//!   reading its claim requests for the item carried (a claim retried after a transport
+//!   failure asks again; a clock that jumped back in between makes an earlier attempt's
+//!   reading the latest), then that of each renewal the store granted. Every store request of
+//!   the worker carries its clock reading, so the stream shows the clock that decided.
 //! - *due*: `renew_every_ms` or more past the grant instant on the worker's clock. The store's
 //!   clock decides when the lease ends (`expires_at_ms`); when to renew is the worker's own
 //!   measure of time since it asked, never the store's expiry read on the worker's clock (the
@@ -41,6 +42,8 @@ struct Tracked {
 #[derive(Debug, Default)]
 struct Replica {
     asked: BTreeMap<u64, Request>,
+    /// The item the latest claim requests asked for, and the latest reading they carried.
+    claiming: Option<(u32, u64)>,
     claim: Option<Tracked>,
 }
 
@@ -65,6 +68,13 @@ impl RenewalDue {
             Request::Claim { .. } | Request::Renew { .. } => {
                 let state = self.replicas.at(replica);
                 state.asked.insert(call, request);
+                if let Request::Claim { item, now_ms, .. } = request {
+                    let latest_ms = match state.claiming {
+                        Some((asked, ms)) if asked == item => ms.max(now_ms),
+                        _ => now_ms,
+                    };
+                    state.claiming = Some((item, latest_ms));
+                }
                 if let (Request::Renew { item, token, .. }, Some(claim)) =
                     (request, &mut state.claim)
                     && (claim.item, claim.token) == (item, token)
@@ -128,10 +138,14 @@ impl RenewalDue {
         };
         match (request, answer) {
             (Request::Claim { now_ms, .. }, Answer::Claimed(lease)) => {
+                let grant_ms = match state.claiming.take() {
+                    Some((item, latest_ms)) if item == lease.item => latest_ms,
+                    _ => now_ms,
+                };
                 state.claim = Some(Tracked {
                     item: lease.item,
                     token: lease.token,
-                    grant_ms: now_ms,
+                    grant_ms,
                     granted: event.clone(),
                     renewing: false,
                 });
@@ -226,6 +240,7 @@ mod tests {
         LEASE_MS, R1, R2, RENEW_EVERY_MS, Script, assert_broken, assert_holds,
     };
     use crate::events::{Applied, EPOCH_MS};
+    use leasesim_events::NetFailure;
 
     /// A chunk of item 1 under token 7, sent with the worker's clock at `clock_ms`.
     fn chunk(clock_ms: u64) -> Request {
@@ -275,6 +290,32 @@ mod tests {
         let mut other = claimed();
         other.send(R2, chunk(5_000));
         assert_holds(Invariant::RenewalDue, &other);
+    }
+
+    /// A claim of item 1 asked for with the worker's clock at `clock_ms`, refused before it
+    /// was applied.
+    fn claim_refused(s: &mut Script, clock_ms: u64) {
+        let request = Request::Claim {
+            item: 1,
+            lease_ms: LEASE_MS,
+            now_ms: EPOCH_MS + clock_ms,
+        };
+        let call = s.send(R1, request);
+        s.answer(R1, call, request.op(), Answer::Failed(NetFailure::Rejected));
+    }
+
+    #[test]
+    fn a_claim_asked_again_after_the_clock_fell_back_counts_from_the_latest_reading() {
+        // Asked at +2000ms and refused; the clock falls back; granted when asked at +0ms.
+        let mut s = Script::new();
+        claim_refused(&mut s, 2_000);
+        s.claim(R1, 1, 7, 1);
+        s.send(R1, chunk(2_000 + RENEW_EVERY_MS - 1));
+        assert_holds(Invariant::RenewalDue, &s);
+        s.send(R1, chunk(2_000 + RENEW_EVERY_MS));
+        let seq = s.last_seq();
+        let words = ["1000ms after it asked for the claim's last grant (at +2000ms)"];
+        assert_broken(Invariant::RenewalDue, &s, seq, &words);
     }
 
     #[test]
