@@ -100,24 +100,21 @@ fn observing(scenario: &str, invariant: Invariant) -> Rc<Scenario> {
     Rc::new(parsed)
 }
 
-/// The first seed of 200 at which `worker` fails `scenario` by `invariant`, under `strategy`.
-fn first_failure_by(
-    scenario: &Rc<Scenario>,
-    worker: &str,
-    invariant: Invariant,
-    strategy: Strategy,
-) -> Option<u64> {
-    (0..200).find(|&seed| {
-        let factory = Reservations::factory(worker).unwrap();
-        let spec = RunSpec::new(
-            scenario.clone(),
-            worker,
-            factory,
-            Feed::Seed(seed),
-            strategy,
-        );
-        run(&spec).outcome.invariant() == Some(invariant)
-    })
+/// With `store-clock-decides` only observing on `expiry-clock-skew`, `invariant` names
+/// `worker` within the first 10 seeds under both strategies.
+fn named_while_store_clock_decides_observes(worker: &str, invariant: Invariant) {
+    let scenario = observing("expiry-clock-skew", Invariant::StoreClockDecides);
+    for strategy in [Strategy::Random, Strategy::Pct { depth: 3 }] {
+        let first = (0..200).find(|&seed| {
+            let factory = Reservations::factory(worker).unwrap();
+            let feed = Feed::Seed(seed);
+            let spec = RunSpec::new(scenario.clone(), worker, factory, feed, strategy);
+            run(&spec).outcome.invariant() == Some(invariant)
+        });
+        let seed = first.unwrap_or_else(|| panic!("{invariant} never named {worker} ({strategy})"));
+        println!("{worker} ({strategy}): {invariant} at seed {seed}");
+        assert!(seed < 10, "{worker} ({strategy}): first at seed {seed}");
+    }
 }
 
 /// `store-clock-decides` names a claim that carries the worker's clock at its send. With that
@@ -126,36 +123,14 @@ fn first_failure_by(
 /// `no-hot-reclaim` names that second claim.
 #[test]
 fn a_claim_by_the_workers_clock_loops_hot_and_no_hot_reclaim_names_it() {
-    let scenario = observing("expiry-clock-skew", Invariant::StoreClockDecides);
-    for strategy in [Strategy::Random, Strategy::Pct { depth: 3 }] {
-        let first = first_failure_by(
-            &scenario,
-            "worker-clock-claim",
-            Invariant::NoHotReclaim,
-            strategy,
-        );
-        let seed = first.unwrap_or_else(|| panic!("no-hot-reclaim never named it ({strategy})"));
-        println!("worker-clock-claim ({strategy}): no-hot-reclaim at seed {seed}");
-        assert!(seed < 10, "{strategy}: first at seed {seed}");
-    }
+    named_while_store_clock_decides_observes("worker-clock-claim", Invariant::NoHotReclaim);
 }
 
 /// With `store-clock-decides` only observing, a worker passing its own clock to the transition
 /// too makes the store expire a hold before its deadline, and `expired-only-when-due` names it.
 #[test]
 fn a_transition_by_the_workers_clock_expires_early_and_expired_only_when_due_names_it() {
-    let scenario = observing("expiry-clock-skew", Invariant::StoreClockDecides);
-    for strategy in [Strategy::Random, Strategy::Pct { depth: 3 }] {
-        let first = first_failure_by(
-            &scenario,
-            "worker-clock-now",
-            Invariant::ExpiredOnlyWhenDue,
-            strategy,
-        );
-        let seed = first.unwrap_or_else(|| panic!("expired-only-when-due never named it"));
-        println!("worker-clock-now ({strategy}): expired-only-when-due at seed {seed}");
-        assert!(seed < 10, "{strategy}: first at seed {seed}");
-    }
+    named_while_store_clock_decides_observes("worker-clock-now", Invariant::ExpiredOnlyWhenDue);
 }
 
 fn correct_run(scenario: &str, seed: u64, strategy: Strategy) -> RunReport<Reservations> {
