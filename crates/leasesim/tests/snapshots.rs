@@ -95,6 +95,7 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("unfenced-done", "items-clock-skew", 2, 42),
     ("worker-token", "items-long-items", 0, 25),
     ("store-expiry-renewal", "items-clock-skew", 0, 25),
+    ("no-deadline", "items-long-items", 0, 25),
 ];
 
 /// The CLI's default budget, so a snapshot shows what `leasesim shrink` prints.

@@ -79,6 +79,7 @@ pub fn check_config(profile: &FaultProfile<WorkItems>) -> CheckConfig {
     CheckConfig {
         max_attempts: profile.system.worker.max_attempts,
         renew_every_ms: profile.system.worker.renew_every_ms,
+        deadline_ms: profile.system.worker.deadline_ms,
     }
 }
 

@@ -364,6 +364,7 @@ proptest! {
         let config = CheckConfig {
             max_attempts,
             renew_every_ms: 1_000,
+            deadline_ms: 5_000,
         };
         let mut coverage = Coverage::new();
         events.iter().for_each(|event| coverage.on_event(event));

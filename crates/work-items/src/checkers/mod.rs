@@ -21,6 +21,7 @@
 
 mod claims;
 mod coverage;
+mod deadline;
 mod facts;
 mod invariant;
 mod liveness;
@@ -42,6 +43,7 @@ pub use invariant::Invariant;
 pub use leasesim_invariants::Checker;
 
 use claims::{ClaimToken, GiveUpPolicy, ReconcileFirst, StopOnLeaseLost};
+use deadline::PassDeadline;
 use liveness::ItemsSettle;
 use renewal::RenewalDue;
 use report::RunReport;
@@ -63,6 +65,8 @@ pub struct CheckConfig {
     pub max_attempts: u32,
     /// How long after asking for a grant, on the worker's clock, a claim is renewed.
     pub renew_every_ms: u64,
+    /// How long a pass may go on claiming, on the worker's clock.
+    pub deadline_ms: u64,
 }
 
 /// The interest bit of the pass notes.
@@ -135,6 +139,7 @@ any_checker! {
     ReconcileFirst => |_| ReconcileFirst::new(),
     ClaimToken => |_| ClaimToken::new(),
     RenewalDue => RenewalDue::new,
+    PassDeadline => PassDeadline::new,
     GiveUpPolicy => GiveUpPolicy::new,
     StopQuiesces => |_| StopQuiesces::new(),
     StopJoins => |_| StopJoins::new(),

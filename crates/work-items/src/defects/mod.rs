@@ -80,6 +80,12 @@ pub const DEFECTS: &[DefectInfo] = &[
                       late",
         caught_by: &["renewal-due"],
     },
+    DefectInfo {
+        name: "no-deadline",
+        description: "goes on claiming new items after the pass's deadline has passed on its \
+                      clock",
+        caught_by: &["pass-deadline"],
+    },
 ];
 
 fn flaw_of(name: &str) -> Option<Flaw> {
@@ -91,6 +97,7 @@ fn flaw_of(name: &str) -> Option<Flaw> {
         "unfenced-done" => Flaw::UnfencedDone,
         "worker-token" => Flaw::WorkerToken,
         "store-expiry-renewal" => Flaw::StoreExpiryRenewal,
+        "no-deadline" => Flaw::NoDeadline,
         _ => return None,
     })
 }
