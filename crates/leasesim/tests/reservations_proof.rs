@@ -23,7 +23,7 @@ use leasesim_sim::scenario::StopAt;
 
 /// Each defective worker and the invariants that must name it, written out here on purpose
 /// (not read from the catalogue) so the catalogue cannot drift unnoticed.
-const DEFECTS: [(&str, &[Invariant]); 7] = [
+const DEFECTS: [(&str, &[Invariant]); 8] = [
     (
         "unguarded-expire",
         &[Invariant::ConsumedNeverExpired, Invariant::SingleTransition],
@@ -34,7 +34,14 @@ const DEFECTS: [(&str, &[Invariant]); 7] = [
         "retry-everything",
         &[Invariant::ConflictNotRetried, Invariant::BoundedRetry],
     ),
-    ("worker-clock-now", &[Invariant::ExpiredOnlyWhenDue]),
+    (
+        "worker-clock-now",
+        &[Invariant::StoreClockDecides, Invariant::ExpiredOnlyWhenDue],
+    ),
+    (
+        "worker-clock-claim",
+        &[Invariant::StoreClockDecides, Invariant::NoHotReclaim],
+    ),
     (
         "token-per-worker",
         &[Invariant::FreshClaimToken, Invariant::ReleaseOwnClaim],
@@ -75,6 +82,55 @@ fn each_defective_worker_is_caught_by_its_own_invariant_within_200_seeds() {
         caught_within(worker, invariants, Strategy::Random, 0);
         caught_within(worker, invariants, Strategy::Pct { depth: 3 }, 1_000_000);
     }
+}
+
+/// `scenario` with `invariant` only observing (`expect = [...]`), as a scenario file says it.
+fn observing(scenario: &str, invariant: Invariant) -> Rc<Scenario> {
+    let base = resolve_typed::<Reservations>(scenario).unwrap();
+    let text = base.text.replacen(
+        "system = \"reservations\"",
+        &format!(
+            "system = \"reservations\"\nexpect = [\"{}\"]",
+            invariant.name()
+        ),
+        1,
+    );
+    let parsed = leasesim_reservations::parse_scenario(&base.name, &base.source, &text).unwrap();
+    assert_eq!(parsed.expected(), [invariant]);
+    Rc::new(parsed)
+}
+
+/// With `store-clock-decides` only observing on `expiry-clock-skew`, `invariant` names
+/// `worker` within the first 10 seeds under both strategies.
+fn named_while_store_clock_decides_observes(worker: &str, invariant: Invariant) {
+    let scenario = observing("expiry-clock-skew", Invariant::StoreClockDecides);
+    for strategy in [Strategy::Random, Strategy::Pct { depth: 3 }] {
+        let first = (0..200).find(|&seed| {
+            let factory = Reservations::factory(worker).unwrap();
+            let feed = Feed::Seed(seed);
+            let spec = RunSpec::new(scenario.clone(), worker, factory, feed, strategy);
+            run(&spec).outcome.invariant() == Some(invariant)
+        });
+        let seed = first.unwrap_or_else(|| panic!("{invariant} never named {worker} ({strategy})"));
+        println!("{worker} ({strategy}): {invariant} at seed {seed}");
+        assert!(seed < 10, "{worker} ({strategy}): first at seed {seed}");
+    }
+}
+
+/// `store-clock-decides` names a claim that carries the worker's clock at its send. With that
+/// checker only observing, the cost shows: a worker whose clock runs ahead is handed holds not
+/// yet due, the guarded transition refuses them, and it claims them again at once;
+/// `no-hot-reclaim` names that second claim.
+#[test]
+fn a_claim_by_the_workers_clock_loops_hot_and_no_hot_reclaim_names_it() {
+    named_while_store_clock_decides_observes("worker-clock-claim", Invariant::NoHotReclaim);
+}
+
+/// With `store-clock-decides` only observing, a worker passing its own clock to the transition
+/// too makes the store expire a hold before its deadline, and `expired-only-when-due` names it.
+#[test]
+fn a_transition_by_the_workers_clock_expires_early_and_expired_only_when_due_names_it() {
+    named_while_store_clock_decides_observes("worker-clock-now", Invariant::ExpiredOnlyWhenDue);
 }
 
 fn correct_run(scenario: &str, seed: u64, strategy: Strategy) -> RunReport<Reservations> {

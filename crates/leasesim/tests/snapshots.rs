@@ -84,6 +84,7 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("tokenless-release", "expiry-claim-takeover", 0, 35),
     ("retry-everything", "expiry-consume-race", 0, 25),
     ("worker-clock-now", "expiry-clock-skew", 0, 25),
+    ("worker-clock-claim", "expiry-clock-skew", 0, 25),
     ("token-per-worker", "expiry-steady", 0, 25),
     ("release-skipped-on-error", "expiry-transient-errors", 0, 25),
     // work-items (seed 001)
@@ -93,6 +94,8 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("lease-lost-retry", "items-ugly-transition", 0, 19),
     ("unfenced-done", "items-clock-skew", 2, 42),
     ("worker-token", "items-long-items", 0, 25),
+    ("store-expiry-renewal", "items-clock-skew", 0, 25),
+    ("no-deadline", "items-long-items", 0, 25),
 ];
 
 /// The CLI's default budget, so a snapshot shows what `leasesim shrink` prints.

@@ -34,7 +34,7 @@ type Report = RunReport<WorkItems>;
 
 /// The seed's naive shapes, each with the invariant that must name it. Written out here on
 /// purpose (not read from the defect table) so the table cannot drift unnoticed.
-const NAIVE_SHAPES: [(&str, &[Invariant]); 6] = [
+const NAIVE_SHAPES: [(&str, &[Invariant]); 8] = [
     ("plain-write-claim", &[Invariant::ClaimableOnly]),
     ("unfenced-apply", &[Invariant::StaleApply]),
     (
@@ -44,6 +44,8 @@ const NAIVE_SHAPES: [(&str, &[Invariant]); 6] = [
     ("lease-lost-retry", &[Invariant::StopOnLeaseLost]),
     ("unfenced-done", &[Invariant::StaleDone]),
     ("worker-token", &[Invariant::ClaimToken]),
+    ("store-expiry-renewal", &[Invariant::RenewalDue]),
+    ("no-deadline", &[Invariant::PassDeadline]),
 ];
 
 fn caught_within(worker: &str, invariants: &[Invariant], strategy: Strategy, start: u64) {

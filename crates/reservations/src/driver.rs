@@ -7,6 +7,10 @@
 //!   driver drops the run future: nothing of it runs again, no release is sent. After
 //!   `restart_ms` its supervisor calls `run()` again (a fresh process keeps nothing in memory;
 //!   the claims it held simply expire).
+//! - *second run*: the `second_run` fault, drawn once per run: a supervisor that takes the
+//!   running worker for hung calls `run()` again while the first call is active, a drawn
+//!   1 to 200 ms after it started, and notes how that call ended (`SecondRun`); the core
+//!   refuses it at once.
 //! - *metrics*: as the liveness phase ends, the store's metrics (note `Metrics`).
 
 use std::pin::pin;
@@ -19,6 +23,7 @@ use reservations_worker::{RunEnd, RunError, RunReport};
 
 use crate::Reservations;
 use crate::events::{EndView, Note, ReportView};
+use crate::ports::WorkerUnderTest;
 use crate::services::Process;
 
 fn count(value: u64) -> u32 {
@@ -53,6 +58,26 @@ pub fn report_view(result: &Result<RunReport, RunError>) -> ReportView {
     }
 }
 
+/// The `second_run` fault of run `run` (see the module docs); never completes, so the run's
+/// own end or a kill ends the driver's wait.
+async fn second_run(
+    world: &World<Reservations>,
+    replica: ReplicaId,
+    worker: &dyn WorkerUnderTest,
+    run: u32,
+) {
+    let env = world.env();
+    let p = world.profile().system.second_run;
+    // Drawn only when the fault is on, so a scenario without it keeps its choices.
+    if p > 0.0 && env.coin(p) {
+        env.sleep(env.range(1, 200)).await;
+        let result = worker.run().await;
+        let end = report_view(&result).end;
+        env.note_for(replica, Note::SecondRun { run, end });
+    }
+    std::future::pending::<()>().await;
+}
+
 async fn killed(process: &Process) {
     while !process.killed.get() {
         process.kill.changed().await;
@@ -80,9 +105,10 @@ pub async fn drive(world: Rc<World<Reservations>>, replica: ReplicaId) {
         env.note_for(replica, Note::RunStarted { run });
         let ended = {
             let running = pin!(worker.run());
-            match select(running, pin!(killed(&process))).await {
+            let second = pin!(second_run(&world, replica, &*worker, run));
+            match select(running, select(pin!(killed(&process)), second)).await {
                 Either::Left((result, _)) => Some(result),
-                Either::Right(((), _)) => None,
+                Either::Right(_) => None,
             }
         };
         state.set_between_terms(true);

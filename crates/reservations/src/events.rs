@@ -409,6 +409,9 @@ pub enum Note {
     RunStarted { run: u32 },
     /// `run()` returned (replica).
     RunEnded { run: u32, report: ReportView },
+    /// Fault: a supervisor took run `run` for hung and called `run()` again while it was
+    /// active; `end` is how that second call ended (replica).
+    SecondRun { run: u32, end: EndView },
     /// Fault: the replica's process died after a transition answered expired and before the
     /// release; its run is gone (replica).
     Killed,
@@ -451,7 +454,7 @@ impl Vocabulary for Reservations {
     fn note_class(note: &Note) -> u32 {
         match note {
             Note::Placed { .. } | Note::Consumed { .. } | Note::ConsumeRefused { .. } => 0,
-            Note::RunStarted { .. } | Note::RunEnded { .. } => 1,
+            Note::RunStarted { .. } | Note::RunEnded { .. } | Note::SecondRun { .. } => 1,
             Note::Killed => 2,
             Note::Metrics(_) => 3,
         }

@@ -91,8 +91,9 @@ impl System for Reservations {
     const DESCRIPTION: &'static str = "seed 002: workers claim due holds and expire them with a guarded \
          transition, a retry policy and dead letters, while agents consume holds";
     const KEYS: &'static [&'static str] = &["worker", "agents", "due_bound_ms"];
-    const FAULT_KEYS: &'static [&'static str] = &["store_timeout", "malformed", "kill"];
-    const STOP_OPS: &'static [Op] = &[Op::Claim, Op::Expire, Op::Release];
+    const FAULT_KEYS: &'static [&'static str] =
+        &["store_timeout", "malformed", "kill", "second_run"];
+    const STOP_OPS: &'static [Op] = &[Op::Claim, Op::Expire, Op::Release, Op::DeadLetter];
 
     type Settings = settings::Settings;
     type Drawn = settings::Drawn;
@@ -216,6 +217,7 @@ impl System for Reservations {
             ("faults.kill.probability", "0"),
             ("faults.store_timeout", "0"),
             ("faults.malformed", "0"),
+            ("faults.second_run", "0"),
             ("agents.consume", "0"),
             ("agents.backlog", "0"),
             ("agents.hold_ms", "[0, 0]"),
@@ -227,5 +229,6 @@ impl System for Reservations {
         usize::from(settings.kill.probability.get() > 0.0)
             + usize::from(settings.store_timeout.get() > 0.0)
             + usize::from(settings.malformed.get() > 0.0)
+            + usize::from(settings.second_run.get() > 0.0)
     }
 }

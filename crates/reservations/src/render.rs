@@ -227,6 +227,10 @@ pub fn note_text(note: &Note) -> String {
         }
         Note::RunStarted { run } => format!("run() {run} begins"),
         Note::RunEnded { run, report } => format!("run() {run} ends, {}", report_text(report)),
+        Note::SecondRun { run, end } => format!(
+            "** supervisor calls run() again while run() {run} is active (fault): {}",
+            end_name(*end)
+        ),
         Note::Killed => "** process killed (fault): after the update, before the release".into(),
         Note::Metrics(metrics) => metrics_text(metrics),
     }
@@ -239,6 +243,7 @@ pub fn note_name(note: &Note) -> &'static str {
         Note::ConsumeRefused { .. } => "consume-refused",
         Note::RunStarted { .. } => "run-started",
         Note::RunEnded { .. } => "run-ended",
+        Note::SecondRun { .. } => "second-run",
         Note::Killed => "killed",
         Note::Metrics(_) => "metrics",
     }

@@ -168,6 +168,7 @@ struct FaultsFile {
     store_timeout: Probability,
     malformed: Probability,
     kill: KillSection,
+    second_run: Probability,
 }
 
 /// The system's keys as written.
@@ -200,6 +201,9 @@ pub struct Settings {
     pub store_timeout: Probability,
     pub malformed: Probability,
     pub kill: KillSection,
+    /// Per run the driver starts, the chance a supervisor calls `run()` again while it is
+    /// active.
+    pub second_run: Probability,
 }
 
 fn split<T: Default>(section: Option<Spanned<T>>) -> (T, Range<usize>) {
@@ -229,6 +233,7 @@ pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
         store_timeout: file.faults.store_timeout,
         malformed: file.faults.malformed,
         kill: file.faults.kill,
+        second_run: file.faults.second_run,
     })
 }
 
@@ -261,6 +266,8 @@ pub struct Drawn {
     /// Probability a process dies after a transition answered expired.
     pub kill: f64,
     pub restart_ms: MsRange,
+    /// Probability a supervisor calls `run()` again while a run is active.
+    pub second_run: f64,
     /// The configuration every replica's worker is built with in this run.
     pub worker: WorkerConfig,
     /// How a swarm run drew `worker` (`None` without swarm: the scenario's, not printed).
@@ -280,6 +287,7 @@ pub fn draw(
         malformed: scale.apply(settings.malformed.get()),
         kill: scale.apply(settings.kill.probability.get()),
         restart_ms: settings.kill.restart_ms,
+        second_run: scale.apply(settings.second_run.get()),
         worker,
         worker_draw,
     };
@@ -333,6 +341,9 @@ pub fn describe(drawn: &Drawn) -> Vec<String> {
             restart.min,
             restart.max
         ));
+    }
+    if drawn.second_run > 0.0 {
+        lines.push(format!("second-run: p={} per run", p(drawn.second_run)));
     }
     if let Some(draw) = drawn.worker_draw {
         lines.push(format!(

@@ -48,8 +48,11 @@ enum Pattern {
     ReleaseWithoutToken,
     /// A transition sent again after one of the same reservation answered a state conflict.
     ConflictRetried,
-    /// A claim or transition passing the worker's own clock as now.
+    /// A transition passing the worker's own clock as now.
     WorkerNow,
+    /// Claims passing the worker's own clock as now, from a replica whose transitions pass
+    /// none.
+    ClaimOnlyWorkerNow,
     /// Two claims of one replica with one token.
     TokenReused,
     /// A claim sent while a reservation given up on (an invalid answer) was not released.
@@ -77,9 +80,8 @@ fn patterns(run: &WorldRun<Reservations>) -> BTreeMap<Pattern, usize> {
                     given_up.remove(&(replica, id));
                     None
                 }
-                Request::Claim { now: Some(_), .. } | Request::Expire { now: Some(_), .. } => {
-                    Some(Pattern::WorkerNow)
-                }
+                // The worker's clock as now: `clock_patterns`.
+                Request::Claim { now: Some(_), .. } | Request::Expire { now: Some(_), .. } => None,
                 Request::Claim { token, .. } => {
                     let reused = tokens.insert(token, replica).is_some();
                     let held = given_up.keys().any(|(of, _)| *of == replica);
@@ -117,6 +119,37 @@ fn patterns(run: &WorldRun<Reservations>) -> BTreeMap<Pattern, usize> {
             *found.entry(pattern).or_insert(0) += 1;
         }
     }
+    found.extend(clock_patterns(run));
+    found
+}
+
+/// The patterns of requests carrying the worker's clock as now: a transition's, and claims'
+/// from a replica whose transitions carry none.
+fn clock_patterns(run: &WorldRun<Reservations>) -> BTreeMap<Pattern, usize> {
+    let (mut claims, mut transitions) = (BTreeMap::new(), BTreeMap::new());
+    for event in common::kinds(run) {
+        let (Some(replica), EventKind::Call { request, .. }) = (event.replica, event.kind) else {
+            continue;
+        };
+        match request {
+            Request::Claim { now: Some(_), .. } => *claims.entry(replica).or_insert(0) += 1,
+            Request::Expire { now: Some(_), .. } => *transitions.entry(replica).or_insert(0) += 1,
+            _ => {}
+        }
+    }
+    let mut found = BTreeMap::new();
+    let expired_by_clock: usize = transitions.values().sum();
+    if expired_by_clock > 0 {
+        found.insert(Pattern::WorkerNow, expired_by_clock);
+    }
+    let claims_only: usize = claims
+        .iter()
+        .filter(|(replica, _)| !transitions.contains_key(*replica))
+        .map(|(_, count)| count)
+        .sum();
+    if claims_only > 0 {
+        found.insert(Pattern::ClaimOnlyWorkerNow, claims_only);
+    }
     found
 }
 
@@ -139,6 +172,11 @@ const OWN: &[(&str, Pattern, &str)] = &[
         "expiry-consume-race",
     ),
     ("worker-clock-now", Pattern::WorkerNow, "expiry-steady"),
+    (
+        "worker-clock-claim",
+        Pattern::ClaimOnlyWorkerNow,
+        "expiry-steady",
+    ),
     ("token-per-worker", Pattern::TokenReused, "expiry-steady"),
     (
         "release-skipped-on-error",

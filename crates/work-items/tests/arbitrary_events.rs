@@ -361,7 +361,11 @@ proptest! {
         events in stream(),
         max_attempts in 1u32..4,
     ) {
-        let config = CheckConfig { max_attempts };
+        let config = CheckConfig {
+            max_attempts,
+            renew_every_ms: 1_000,
+            deadline_ms: 5_000,
+        };
         let mut coverage = Coverage::new();
         events.iter().for_each(|event| coverage.on_event(event));
         for invariant in Invariant::ALL {

@@ -7,6 +7,7 @@ use crate::events::{
     Answer, Applied, ClassView, EventKind, Failure, OutcomeView, Phase, ReasonView, Request,
     StatusView,
 };
+use crate::events::{EndView, IdList, Note};
 use leasesim_events::Flow;
 
 #[test]
@@ -409,6 +410,23 @@ fn a_report_that_miscounts_breaks_run_report() {
 }
 
 #[test]
+fn a_second_run_that_is_not_refused_breaks_run_report() {
+    let second = |end| EventKind::Note(Note::SecondRun { run: 1, end });
+    let mut refused = Script::new();
+    refused.run_started(R1);
+    refused.at(5).on(R1, second(EndView::AlreadyRunning));
+    assert_holds(Invariant::RunReport, &refused);
+    let mut ran = Script::new();
+    ran.run_started(R1);
+    let seq = ran.at(5).on(R1, second(EndView::Stopped));
+    let words = [
+        "r1's second run() while run() 1 was active ended at t=5ms as Stopped",
+        "refuses another at once",
+    ];
+    assert_broken(Invariant::RunReport, &ran, seq, &words);
+}
+
+#[test]
 fn a_due_hold_left_past_the_bound_and_a_stop_that_never_returns_break_liveness() {
     let mut s = Script::new();
     s.place(1, 0);
@@ -431,6 +449,114 @@ fn a_due_hold_left_past_the_bound_and_a_stop_that_never_returns_break_liveness()
     );
 }
 
+/// A claim request passing `now` (virtual ms on the store's clock) as its own clock.
+fn claim_at(token: u64, now_ms: u64) -> Request {
+    Request::Claim {
+        limit: 8,
+        now: Some(store(now_ms)),
+        token,
+        claim_for_ms: 5_000,
+    }
+}
+
+#[test]
+fn a_claim_or_transition_carrying_the_workers_clock_breaks_store_clock_decides() {
+    let mut s = Script::new();
+    s.place(1, 5_000);
+    let call = s.at(100).send(R1, claim_at(1, 3_100));
+    let seq = s.call_seq(call);
+    let words = [
+        "r1's claim at t=100ms carried its own clock +3100ms as now",
+        "3000ms ahead of the store's +100ms",
+    ];
+    assert_broken(Invariant::StoreClockDecides, &s, seq, &words);
+    let mut expire = claimed();
+    let call = expire.at(20).send(
+        R1,
+        Request::Expire {
+            id: 1,
+            now: Some(store(15)),
+        },
+    );
+    let seq = expire.call_seq(call);
+    let words = ["r1's transition at t=20ms", "5ms behind the store's"];
+    assert_broken(Invariant::StoreClockDecides, &expire, seq, &words);
+    assert_holds(Invariant::StoreClockDecides, &Script::correct_run());
+}
+
+/// r1 is handed `h1` (due at 5 s) by a claim trusting a clock 3 s ahead; the transition
+/// finds it held and not due; r1 releases it.
+fn early_hold() -> Script {
+    let mut s = Script::new();
+    s.place(1, 5_000);
+    let call = s.at(2_000).send(R1, claim_at(1, 5_000));
+    let ids = IdList::of(&[1]);
+    let until_ms = store(7_000);
+    let claimed = Applied::Claimed {
+        ids,
+        token: 1,
+        until_ms,
+    };
+    s.apply(R1, call, claimed);
+    s.answer(
+        R1,
+        call,
+        claim_at(1, 5_000),
+        Answer::Claimed { ids, until_ms },
+    );
+    let refused = Applied::NotEligible {
+        id: 1,
+        status: StatusView::Held,
+        hold_until_ms: store(5_000),
+    };
+    s.at(2_010)
+        .expire(R1, 1, refused, Answer::Expire(OutcomeView::NotEligible));
+    s.release(R1, 1, 1, true);
+    s
+}
+
+#[test]
+fn claiming_again_at_once_after_a_hold_not_yet_due_breaks_no_hot_reclaim() {
+    let mut s = early_hold();
+    let call = s.at(2_030).send(R1, claim_at(2, 5_030));
+    let seq = s.call_seq(call);
+    let words = [
+        "r1 claimed again at t=2030ms with no pause of 1000ms or more",
+        "found h1 held and not due until +5000ms (store clock +2010ms at t=2010ms)",
+        "hot loop",
+    ];
+    assert_broken(Invariant::NoHotReclaim, &s, seq, &words);
+    // A pause as long as the idle pause's base paces it; a short one does not.
+    let mut short = early_hold();
+    short.pause(R1, 999);
+    let call = short.at(3_100).send(R1, claim_at(2, 6_100));
+    let seq = short.call_seq(call);
+    assert_broken(Invariant::NoHotReclaim, &short, seq, &["at t=3100ms"]);
+    let mut paced = early_hold();
+    paced.pause(R1, 1_000);
+    paced.at(3_100).send(R1, claim_at(2, 6_100));
+    assert_holds(Invariant::NoHotReclaim, &paced);
+    // Once the hold is due, claiming again is work, not a hot loop.
+    let mut due = early_hold();
+    due.at(5_000).send(R1, claim_at(2, 8_000));
+    assert_holds(Invariant::NoHotReclaim, &due);
+    // Another replica's claim, and a hold found consumed, are not r1's hot loop.
+    let mut other = early_hold();
+    other.at(2_030).send(R2, claim_at(2, 2_030));
+    assert_holds(Invariant::NoHotReclaim, &other);
+    let mut consumed = claimed();
+    consumed.at(20).consume(1, 0);
+    let refused = Applied::NotEligible {
+        id: 1,
+        status: StatusView::Consumed,
+        hold_until_ms: store(0),
+    };
+    consumed.expire(R1, 1, refused, Answer::Expire(OutcomeView::NotEligible));
+    consumed.release(R1, 1, 1, true);
+    consumed.claim(R1, 2, &[]);
+    assert_holds(Invariant::NoHotReclaim, &consumed);
+}
+
 #[test]
 fn every_invariant_has_a_breaking_case_here() {
     // The tests above cover every invariant; this list keeps that true when one is added.
@@ -442,9 +568,11 @@ fn every_invariant_has_a_breaking_case_here() {
         Invariant::ReleaseOwnClaim,
         Invariant::FreshClaimToken,
         Invariant::BoundedClaim,
+        Invariant::StoreClockDecides,
         Invariant::ExpireClaimed,
         Invariant::ClaimReleased,
         Invariant::IdlePause,
+        Invariant::NoHotReclaim,
         Invariant::ConflictNotRetried,
         Invariant::BoundedRetry,
         Invariant::TransientRetried,

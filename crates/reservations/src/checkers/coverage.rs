@@ -13,7 +13,7 @@ use leasesim_invariants::SituationName;
 
 use super::track::{Desks, Ledger, Stamp, is_transient, store_ms};
 use crate::Reservations;
-use crate::events::{Answer, Applied, EventKind, Note, OutcomeView, ReasonView, Request};
+use crate::events::{Answer, Applied, EndView, EventKind, Note, OutcomeView, ReasonView, Request};
 
 /// A situation a fuzz campaign has to reach at least once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -39,10 +39,12 @@ pub enum Situation {
     ReplyLostAfterApply,
     /// `stop()` was called while a transition of the replica was in flight.
     StopDuringExpire,
+    /// A supervisor's second `run()` was refused while the first was active.
+    SecondRunRefused,
 }
 
 impl Situation {
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
 
     pub const ALL: [Situation; Situation::COUNT] = [
         Situation::ReclaimedAfterExpiry,
@@ -55,6 +57,7 @@ impl Situation {
         Situation::ReleaseFreedNothing,
         Situation::ReplyLostAfterApply,
         Situation::StopDuringExpire,
+        Situation::SecondRunRefused,
     ];
 
     fn text(self) -> (&'static str, &'static str) {
@@ -95,6 +98,10 @@ impl Situation {
             Situation::StopDuringExpire => (
                 "stop-during-expire",
                 "stop() was called while a transition was in flight",
+            ),
+            Situation::SecondRunRefused => (
+                "second-run-refused",
+                "a second run() while one was active was refused at once",
             ),
         }
     }
@@ -171,6 +178,10 @@ impl Coverage {
                 racing.then_some(Situation::ConsumeRacesExpiry)?
             }
             EventKind::Note(Note::Killed) => Situation::KilledAfterUpdate,
+            EventKind::Note(Note::SecondRun {
+                end: EndView::AlreadyRunning,
+                ..
+            }) => Situation::SecondRunRefused,
             EventKind::ReplyLost { .. } => Situation::ReplyLostAfterApply,
             EventKind::Call {
                 request: Request::DeadLetter { letter },

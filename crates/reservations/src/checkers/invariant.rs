@@ -20,9 +20,11 @@ pub enum Invariant {
     ReleaseOwnClaim,
     FreshClaimToken,
     BoundedClaim,
+    StoreClockDecides,
     ExpireClaimed,
     ClaimReleased,
     IdlePause,
+    NoHotReclaim,
     ConflictNotRetried,
     BoundedRetry,
     TransientRetried,
@@ -35,7 +37,7 @@ pub enum Invariant {
 
 impl Invariant {
     /// How many invariants there are.
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = 20;
 
     /// Every invariant: the store side first, then the worker side, then liveness. Also the
     /// order checkers see an event in.
@@ -47,9 +49,11 @@ impl Invariant {
         Invariant::ReleaseOwnClaim,
         Invariant::FreshClaimToken,
         Invariant::BoundedClaim,
+        Invariant::StoreClockDecides,
         Invariant::ExpireClaimed,
         Invariant::ClaimReleased,
         Invariant::IdlePause,
+        Invariant::NoHotReclaim,
         Invariant::ConflictNotRetried,
         Invariant::BoundedRetry,
         Invariant::TransientRetried,
@@ -125,6 +129,12 @@ const TEXT: [(Invariant, &str, &str); Invariant::COUNT] = [
                  duration",
     ),
     (
+        Invariant::StoreClockDecides,
+        "store-clock-decides",
+        "every claim and every transition leaves the store's clock to decide what is due: \
+                 none carries the worker's own clock as now",
+    ),
+    (
         Invariant::ExpireClaimed,
         "expire-claimed",
         "a worker attempts the transition only for reservations it holds a claim on",
@@ -140,6 +150,13 @@ const TEXT: [(Invariant, &str, &str); Invariant::COUNT] = [
         "idle-pause",
         "after a claim that answered nothing or failed, the worker pauses the idle \
                  pause (base plus jitter) before it claims again",
+    ),
+    (
+        Invariant::NoHotReclaim,
+        "no-hot-reclaim",
+        "after its transition found a claimed reservation held and not yet due, the worker \
+                 claims again only after a pause of at least the idle pause's base, or once that \
+                 reservation is due: it never re-claims work it may not touch yet at once",
     ),
     (
         Invariant::ConflictNotRetried,
@@ -180,7 +197,8 @@ const TEXT: [(Invariant, &str, &str); Invariant::COUNT] = [
     (
         Invariant::RunReport,
         "run-report",
-        "the metrics run() reports match what its calls sent and were answered",
+        "the metrics run() reports match what its calls sent and were answered, and a \
+                 second run() while one is active is refused at once",
     ),
     (
         Invariant::Liveness,

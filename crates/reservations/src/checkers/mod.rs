@@ -11,7 +11,7 @@
 //!   worker does only if the store's guards hold; the primitives a defective worker uses
 //!   break them.
 //! - *worker side*: what a worker sent and received (claims, transitions, the retry policy,
-//!   dead letters, releases, stops, its report).
+//!   dead letters, releases, stops, its report), and which clock its requests carried.
 //! - *situation*: something interesting a run may reach ([`Situation`], [`Coverage`]).
 //!
 //! ## Contract audit
@@ -22,6 +22,7 @@
 #[cfg(test)]
 mod cases;
 mod claims;
+mod clock;
 mod coverage;
 mod facts;
 mod invariant;
@@ -44,6 +45,7 @@ pub use leasesim_invariants::Checker;
 pub use retry::class_of;
 
 use claims::{BoundedClaim, ClaimReleased, ExpireClaimed, FreshClaimToken, IdlePause};
+use clock::{NoHotReclaim, StoreClockDecides};
 use leasesim_events::mask;
 use liveness::Liveness;
 use reservations_worker::RetryPolicy;
@@ -150,9 +152,11 @@ any_checker! {
     ReleaseOwnClaim => |_| ReleaseOwnClaim::default(),
     FreshClaimToken => |_| FreshClaimToken::default(),
     BoundedClaim => BoundedClaim::new,
+    StoreClockDecides => |_| StoreClockDecides::default(),
     ExpireClaimed => |_| ExpireClaimed::default(),
     ClaimReleased => |_| ClaimReleased::default(),
     IdlePause => IdlePause::new,
+    NoHotReclaim => NoHotReclaim::new,
     ConflictNotRetried => |_| ConflictNotRetried::default(),
     BoundedRetry => BoundedRetry::new,
     TransientRetried => TransientRetried::new,

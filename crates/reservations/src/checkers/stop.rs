@@ -7,6 +7,8 @@
 //!   closes a run too) and holds no claim it has not released.
 //! - *run counts*: what a run's calls and answers add up to between `RunStarted` and
 //!   `RunEnded`, compared with the report the run returned.
+//! - *second run*: a `run()` a supervisor calls while one is active (the `second_run`
+//!   fault, note `SecondRun`); the worker must refuse it at once.
 
 use leasesim_events::mask;
 use leasesim_invariants::{At, Checker, PerReplica, Violation};
@@ -233,6 +235,26 @@ impl RunReport {
     }
 }
 
+/// A second `run()` while run `run` was active must be refused.
+fn second_run(desk: &Desk, event: &Stamp, run: u32, end: EndView) -> Found {
+    if end == EndView::AlreadyRunning {
+        return None;
+    }
+    let replica = event.event.replica?;
+    let sentence = format!(
+        "{replica}'s second run() while run() {run} was active ended at {} as {end:?}: a \
+         worker runs one run() at a time and refuses another at once",
+        At(event.at_ms)
+    );
+    let context = [desk.run.as_ref()];
+    Some(Violation::new(
+        Invariant::RunReport,
+        event,
+        context,
+        sentence,
+    ))
+}
+
 impl Checker<Reservations> for RunReport {
     fn invariant(&self) -> Invariant {
         Invariant::RunReport
@@ -266,6 +288,7 @@ impl Checker<Reservations> for RunReport {
                 let counts = *counts;
                 self.judge(desk, counts, event, &report)
             }
+            EventKind::Note(Note::SecondRun { run, end }) => second_run(desk, event, run, end),
             _ => None,
         }
     }

@@ -59,6 +59,9 @@ pub enum NowFlaw {
     StoreClock,
     /// The worker's clock, read for each claim and transition.
     WorkerClock,
+    /// The worker's clock, read for each claim; the transition leaves the store's clock to
+    /// decide, so a clock ahead of the store's claims holds the transition then refuses.
+    WorkerClockClaims,
 }
 
 /// Where claim tokens come from.
@@ -213,9 +216,20 @@ impl<S: Store + RawStore, D: DeadLetters, C: Clock, T: Tokens> Engine<S, D, C, T
         }
     }
 
-    fn now(&self) -> Now {
+    /// The `now` a claim passes.
+    fn claim_now(&self) -> Now {
         match self.flaws.now {
             NowFlaw::StoreClock => Now::StoreClock,
+            // defect(worker-clock-now, worker-clock-claim): the correct worker lets the
+            // store's clock decide what is due.
+            NowFlaw::WorkerClock | NowFlaw::WorkerClockClaims => Now::At(self.clock.now_ms()),
+        }
+    }
+
+    /// The `now` a transition passes.
+    fn expire_now(&self) -> Now {
+        match self.flaws.now {
+            NowFlaw::StoreClock | NowFlaw::WorkerClockClaims => Now::StoreClock,
             // defect(worker-clock-now): the correct worker lets the store's clock decide.
             NowFlaw::WorkerClock => Now::At(self.clock.now_ms()),
         }
@@ -226,12 +240,12 @@ impl<S: Store + RawStore, D: DeadLetters, C: Clock, T: Tokens> Engine<S, D, C, T
         if self.flaws.claim == ClaimFlaw::Atomic {
             let claimed = self
                 .store
-                .claim_expired(batch, self.now(), token, claim_for_ms)
+                .claim_expired(batch, self.claim_now(), token, claim_for_ms)
                 .await?;
             return Ok(claimed.into_iter().map(|r| r.id).collect());
         }
         // defect(read-then-write-claim): the correct worker claims in one atomic call.
-        let read = self.store.read_due(batch, self.now()).await?;
+        let read = self.store.read_due(batch, self.claim_now()).await?;
         let mut claimed = Vec::new();
         for id in read {
             if self.stop_requested.get() {
@@ -291,7 +305,7 @@ impl<S: Store + RawStore, D: DeadLetters, C: Clock, T: Tokens> Engine<S, D, C, T
 
     async fn attempt(&self, id: ReservationId) -> Result<ExpireOutcome, StoreError> {
         match self.flaws.expire {
-            ExpireFlaw::Guarded => self.store.expire_if_held(id, self.now()).await,
+            ExpireFlaw::Guarded => self.store.expire_if_held(id, self.expire_now()).await,
             // defect(unguarded-expire): the correct worker sends the guarded transition.
             ExpireFlaw::ById => self.store.expire_by_id(id).await,
         }

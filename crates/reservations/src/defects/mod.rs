@@ -14,7 +14,8 @@
 //! | `read-then-write-claim` | claims by reading the due ids, then writing each claim plainly | `exclusive-claim` |
 //! | `tokenless-release` | releases a claim without its token (frees whoever's claim is there) | `release-own-claim` |
 //! | `retry-everything` | retries every outcome but expired, forever, with one fixed delay | `conflict-not-retried`, `bounded-retry` |
-//! | `worker-clock-now` | passes its own clock as "now" for eligibility | `expired-only-when-due` |
+//! | `worker-clock-now` | passes its own clock as "now" for eligibility | `store-clock-decides`, `expired-only-when-due` |
+//! | `worker-clock-claim` | claims with its own clock as "now", re-claiming at once what the transition refuses as not due | `store-clock-decides`, `no-hot-reclaim` |
 //! | `token-per-worker` | one claim token for all its claims instead of one per claim | `fresh-claim-token`, `release-own-claim` |
 //! | `release-skipped-on-error` | skips the release of a reservation whose settling ended in an error | `claim-released` |
 
@@ -86,9 +87,20 @@ pub const DEFECTS: &[Defect] = &[
     Defect {
         name: "worker-clock-now",
         description: "passes its own (skewed) clock as now for eligibility",
-        caught_by: &["expired-only-when-due"],
+        caught_by: &["store-clock-decides", "expired-only-when-due"],
         flaws: Flaws {
             now: NowFlaw::WorkerClock,
+            ..Flaws::NONE
+        },
+    },
+    Defect {
+        name: "worker-clock-claim",
+        description: "claims with its own clock as now: a clock ahead of the store's is handed \
+                      holds not yet due, which it acknowledges as not eligible and claims \
+                      again at once",
+        caught_by: &["store-clock-decides", "no-hot-reclaim"],
+        flaws: Flaws {
+            now: NowFlaw::WorkerClockClaims,
             ..Flaws::NONE
         },
     },

@@ -19,6 +19,8 @@ pub enum Invariant {
     StopOnLeaseLost,
     ReconcileFirst,
     ClaimToken,
+    RenewalDue,
+    PassDeadline,
     GiveUpPolicy,
     StopQuiesces,
     StopJoins,
@@ -27,7 +29,7 @@ pub enum Invariant {
 }
 
 impl Invariant {
-    pub const COUNT: usize = 13;
+    pub const COUNT: usize = 15;
 
     /// Every invariant, in the order checkers see an event: the services' side first (what
     /// the store and the provider applied), then the worker's side, then the report and
@@ -41,6 +43,8 @@ impl Invariant {
         Invariant::StopOnLeaseLost,
         Invariant::ReconcileFirst,
         Invariant::ClaimToken,
+        Invariant::RenewalDue,
+        Invariant::PassDeadline,
         Invariant::GiveUpPolicy,
         Invariant::StopQuiesces,
         Invariant::StopJoins,
@@ -58,6 +62,8 @@ impl Invariant {
             Invariant::StopOnLeaseLost => "stop-on-lease-lost",
             Invariant::ReconcileFirst => "reconcile-first",
             Invariant::ClaimToken => "claim-token",
+            Invariant::RenewalDue => "renewal-due",
+            Invariant::PassDeadline => "pass-deadline",
             Invariant::GiveUpPolicy => "give-up-policy",
             Invariant::StopQuiesces => "stop-quiesces",
             Invariant::StopJoins => "stop-joins",
@@ -97,6 +103,15 @@ impl Invariant {
             Invariant::ClaimToken => {
                 "every store write carries the token of the claim the worker holds on that item, \
                  and every provider call is for the item it holds"
+            }
+            Invariant::RenewalDue => {
+                "before a write of a claim, the worker renews it once the renewal interval has \
+                 passed on its own clock since it asked for the claim's last grant: no apply or \
+                 done-mark carries a reading that late unless a renewal came first"
+            }
+            Invariant::PassDeadline => {
+                "a pass claims no new item once its deadline has passed on the worker's own clock \
+                 since the pass began"
             }
             Invariant::GiveUpPolicy => {
                 "an item given up is released while it has attempts left and failed once they are \

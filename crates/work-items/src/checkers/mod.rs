@@ -21,9 +21,11 @@
 
 mod claims;
 mod coverage;
+mod deadline;
 mod facts;
 mod invariant;
 mod liveness;
+mod renewal;
 mod report;
 mod service;
 mod stop;
@@ -41,7 +43,9 @@ pub use invariant::Invariant;
 pub use leasesim_invariants::Checker;
 
 use claims::{ClaimToken, GiveUpPolicy, ReconcileFirst, StopOnLeaseLost};
+use deadline::PassDeadline;
 use liveness::ItemsSettle;
+use renewal::RenewalDue;
 use report::RunReport;
 use service::{ClaimableOnly, DoneAfterEffect, EffectOnce, StaleApply, StaleDone};
 use stop::{StopJoins, StopQuiesces};
@@ -59,6 +63,10 @@ pub type CheckerSet = leasesim_invariants::CheckerSet<WorkItems, AnyChecker>;
 pub struct CheckConfig {
     /// Claims of one item before giving it up fails it.
     pub max_attempts: u32,
+    /// How long after asking for a grant, on the worker's clock, a claim is renewed.
+    pub renew_every_ms: u64,
+    /// How long a pass may go on claiming, on the worker's clock.
+    pub deadline_ms: u64,
 }
 
 /// The interest bit of the pass notes.
@@ -130,6 +138,8 @@ any_checker! {
     StopOnLeaseLost => |_| StopOnLeaseLost::new(),
     ReconcileFirst => |_| ReconcileFirst::new(),
     ClaimToken => |_| ClaimToken::new(),
+    RenewalDue => RenewalDue::new,
+    PassDeadline => PassDeadline::new,
     GiveUpPolicy => GiveUpPolicy::new,
     StopQuiesces => |_| StopQuiesces::new(),
     StopJoins => |_| StopJoins::new(),

@@ -20,8 +20,18 @@ pub(crate) const R2: ReplicaId = ReplicaId(1);
 
 /// Every test's configuration.
 pub(crate) fn config() -> CheckConfig {
-    CheckConfig { max_attempts: 2 }
+    CheckConfig {
+        max_attempts: 2,
+        renew_every_ms: RENEW_EVERY_MS,
+        deadline_ms: DEADLINE_MS,
+    }
 }
+
+/// The pass deadline of every scripted worker.
+pub(crate) const DEADLINE_MS: u64 = 5_000;
+
+/// The renewal interval of every scripted worker.
+pub(crate) const RENEW_EVERY_MS: u64 = 1_000;
 
 /// Lease lifetime of every scripted claim.
 pub(crate) const LEASE_MS: u64 = 2_000;

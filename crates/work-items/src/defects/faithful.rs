@@ -95,6 +95,8 @@ fn each_flaw_changes_the_trace_somewhere() {
         (Flaw::LeaseLostRetry, "items-ugly-transition"),
         (Flaw::UnfencedDone, "items-clock-skew"),
         (Flaw::WorkerToken, "items-steady"),
+        (Flaw::StoreExpiryRenewal, "items-long-items"),
+        (Flaw::NoDeadline, "items-long-items"),
     ];
     for (flaw, name) in flaws {
         let scenario = scenario(name);

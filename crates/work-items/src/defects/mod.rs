@@ -73,6 +73,19 @@ pub const DEFECTS: &[DefectInfo] = &[
         description: "keeps the first token it was granted and sends it with every later claim",
         caught_by: &["claim-token"],
     },
+    DefectInfo {
+        name: "store-expiry-renewal",
+        description: "renews when its own clock nears the store's lease expiry, not when the \
+                      interval has passed on its own clock: a clock behind the store's renews \
+                      late",
+        caught_by: &["renewal-due"],
+    },
+    DefectInfo {
+        name: "no-deadline",
+        description: "goes on claiming new items after the pass's deadline has passed on its \
+                      clock",
+        caught_by: &["pass-deadline"],
+    },
 ];
 
 fn flaw_of(name: &str) -> Option<Flaw> {
@@ -83,6 +96,8 @@ fn flaw_of(name: &str) -> Option<Flaw> {
         "lease-lost-retry" => Flaw::LeaseLostRetry,
         "unfenced-done" => Flaw::UnfencedDone,
         "worker-token" => Flaw::WorkerToken,
+        "store-expiry-renewal" => Flaw::StoreExpiryRenewal,
+        "no-deadline" => Flaw::NoDeadline,
         _ => return None,
     })
 }

@@ -132,7 +132,7 @@ impl<'w, C: Clock, S: Store + UnsafeStore, P: Provider> ClaimWork<'w, C, S, P> {
             return Err(Exit::Stopped);
         }
         let now_ms = self.worker.clock().now_ms();
-        if now_ms.saturating_sub(self.granted_ms) < self.config().renew_every_ms {
+        if !self.renewal_due(now_ms) {
             return Ok(now_ms);
         }
         self.renew(now_ms).await?;
@@ -141,6 +141,22 @@ impl<'w, C: Clock, S: Store + UnsafeStore, P: Provider> ClaimWork<'w, C, S, P> {
             return Err(Exit::Stopped);
         }
         Ok(self.worker.clock().now_ms())
+    }
+
+    /// Is a renewal due at the worker's clock reading `now_ms`?
+    fn renewal_due(&self, now_ms: u64) -> bool {
+        let config = self.config();
+        if self.worker.has(Flaw::StoreExpiryRenewal) {
+            // defect(store-expiry-renewal): the correct worker measures the interval on its own
+            // clock since it asked for the grant; this one reads the store's expiry on its own
+            // clock, so a clock behind the store's renews late.
+            let trusted_until_ms = self
+                .lease
+                .expires_at_ms
+                .saturating_sub(config.lease_ms - config.renew_every_ms);
+            return now_ms >= trusted_until_ms;
+        }
+        now_ms.saturating_sub(self.granted_ms) >= config.renew_every_ms
     }
 
     /// Renews the claim (with retries): lease-lost ends the work.

@@ -42,6 +42,11 @@ pub(crate) enum Flaw {
     /// `worker-token`: keeps the first token it was granted and sends it with every write of
     /// every later claim.
     WorkerToken,
+    /// `store-expiry-renewal`: decides a renewal is due by comparing the store's lease expiry
+    /// with its own clock instead of measuring the interval on its own clock.
+    StoreExpiryRenewal,
+    /// `no-deadline`: goes on claiming new items after the pass's deadline has passed.
+    NoDeadline,
 }
 
 /// Why the loop of a run stopped claiming.
@@ -173,7 +178,9 @@ impl<C: Clock, S: Store + UnsafeStore, P: Provider> Engine<C, S, P> {
             };
             after = Some(item);
             let now_ms = self.clock.now_ms();
-            if now_ms.saturating_sub(started_ms) >= self.config.deadline_ms {
+            // defect(no-deadline): the correct worker stops claiming once the deadline passed.
+            let past = now_ms.saturating_sub(started_ms) >= self.config.deadline_ms;
+            if past && !self.has(Flaw::NoDeadline) {
                 return Halt::Deadline;
             }
             if self.stopping() {
