@@ -182,7 +182,7 @@ fn the_due_bound_is_the_longest_correct_wait_to_the_millisecond() {
     accepted(&format!("due_bound_ms = {}\n{faults}", at_least + 1_600));
     let message = refused(&format!("due_bound_ms = {}\n{faults}", at_least + 1_599));
     assert!(
-        message.contains("700 ms of a lost reply's timeout"),
+        message.contains("700 ms of a lost request's or reply's timeout"),
         "{message}"
     );
     assert!(

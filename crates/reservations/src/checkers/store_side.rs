@@ -364,7 +364,9 @@ impl Checker<Reservations> for ReleaseOwnClaim {
                         id, freed: Some(_), ..
                     },
             } => self.judge(facts.ledger(), event, call, id),
-            EventKind::Applied { call, .. } | EventKind::Rejected { call, .. } => {
+            EventKind::Applied { call, .. }
+            | EventKind::Rejected { call, .. }
+            | EventKind::RequestLost { call, .. } => {
                 self.releases.take(call, event.event.replica);
                 None
             }
