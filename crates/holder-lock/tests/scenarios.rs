@@ -43,6 +43,9 @@ fn defaults_switch_every_fault_off_and_renew_a_compare_and_delete_store() {
     assert!(settings.store.compare_and_delete);
     assert_eq!(settings.job.long_share.get(), 0.0);
     assert_eq!(settings.job_fail.get(), 0.0);
+    for forgetting in &settings.forgetting {
+        assert_eq!(forgetting.probability.get(), 0.0);
+    }
     assert_eq!(scenario.faults.reject.get(Op::Renew).get(), 0.0);
     assert_eq!(scenario.latency.get(Op::DeleteIfHolder), MsRange::new(1, 5));
     let unrenewed = "description = \"x\"\nsystem = \"holder-lock\"\n[claim]\nrenew_every_ms = 0\n";
@@ -106,6 +109,19 @@ fn each_mistake_is_refused_at_its_place_naming_what_is_valid() {
              scenario); valid: delete-own-claim",
         ),
         ("[stop]\nat = \"acquire\"\n", "unknown stop mode `acquire`"),
+        (
+            "[faults.evict]\nprobability = 1.5\n",
+            "bad.toml:4:15: `faults.evict.probability`: probability 1.5 is outside [0, 1]",
+        ),
+        (
+            "[faults.failover]\nevery_ms = [0, 10]\n",
+            "bad.toml:4:13: `faults.failover.every_ms` must be a whole number from 1 to 3600000, \
+             got 0",
+        ),
+        (
+            "[faults.store_restart]\nlag_ms = 3\n",
+            "bad.toml:4:1: unknown field `lag_ms`",
+        ),
     ];
     for (text, expected) in cases {
         let error = error_of(text);
