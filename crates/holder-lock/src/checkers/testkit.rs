@@ -10,8 +10,8 @@
 use leasesim_events::{EPOCH_MS, NetFailure, ReplicaId};
 
 use crate::events::{
-    Answer, Applied, EndKind, Event, EventKind, Held, Key, Note, Op, Phase, ReleaseKind, Request,
-    Stamped,
+    Answer, Applied, EndKind, Event, EventKind, Forgetting, Held, Key, Note, Op, Phase,
+    ReleaseKind, Request, Stamped,
 };
 
 use super::{CheckConfig, Invariant, Violation};
@@ -187,6 +187,25 @@ impl Script {
             held: Some(held),
         };
         self.call(replica, request, applied, Answer::NotHolder)
+    }
+
+    /// A renewal that finds the key absent.
+    pub(crate) fn renew_absent(&mut self, replica: ReplicaId, token: u64) -> u64 {
+        let request = Request::Renew {
+            key: Key::Claim,
+            token,
+            lifetime_ms: LIFETIME_MS,
+        };
+        let applied = Applied::RenewRefused {
+            key: Key::Claim,
+            held: None,
+        };
+        self.call(replica, request, applied, Answer::Absent)
+    }
+
+    /// The store forgets `key` (`lost`: the live entry it held), a world note.
+    pub(crate) fn forgot(&mut self, key: Key, cause: Forgetting, lost: Option<Held>) -> u64 {
+        self.world(EventKind::Note(Note::Forgot { key, cause, lost }))
     }
 
     /// A conditional release that deletes `removed`.
