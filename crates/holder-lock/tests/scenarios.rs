@@ -276,3 +276,27 @@ fn a_zero_schedule_with_an_instant_create_is_refused() {
     let slow_create = "[schedule]\nrun_every_ms = [0, 0]\n[latency]\ncreate = [1, 1]\n";
     parsed(slow_create).unwrap_or_else(|err| panic!("{err}"));
 }
+
+/// Timers slower than the worker's trust margin absorbs are refused at `clocks.drift_ppm`
+/// with the figure: the trusted time on the slowest timer must fit in the lifetime plus the
+/// shortest flight of a create or renewal; the figure itself loads, one below does not.
+#[test]
+fn timers_slower_than_the_trust_margin_absorbs_are_refused_with_the_lowest_drift() {
+    // Lifetime 3000 ms, trusted 2400 ms, shortest flight 1 ms: the rate must be at least
+    // 2400/3001 of true speed, -200267 ppm rounded up.
+    assert_refused(
+        "[clocks]\ndrift_ppm = [-250_000, 0]\n",
+        "bad.toml:4:13: `clocks.drift_ppm` (-250000 ppm at its lowest)",
+        &[
+            "trusted time, 2400 ms on its own timer",
+            "lasts 3200 ms of the store's clock, past the 3001 ms",
+            "keep it at -200266 ppm or above",
+        ],
+    );
+    parsed("[clocks]\ndrift_ppm = [-200_266, 0]\n").unwrap_or_else(|err| panic!("{err}"));
+    assert!(parsed("[clocks]\ndrift_ppm = [-200_267, 0]\n").is_err());
+    // A longer shortest flight widens the margin.
+    let slow_flight = "[clocks]\ndrift_ppm = [-210_000, 0]\n[latency]\ncreate = [100, 200]\n\
+                       renew = [100, 200]\n";
+    parsed(slow_flight).unwrap_or_else(|err| panic!("{err}"));
+}
