@@ -29,7 +29,7 @@ type Report = RunReport<HolderLock>;
 
 /// The seed's list, each with the invariants that must name it. Written out here on purpose
 /// (not read from the catalogue) so that the catalogue cannot drift unnoticed.
-const DEFECTS: [(&str, &[Invariant]); 6] = [
+const DEFECTS: [(&str, &[Invariant]); 7] = [
     (
         "plain-delete",
         &[Invariant::DeleteOwnClaim, Invariant::NoThirdWorker],
@@ -47,6 +47,10 @@ const DEFECTS: [(&str, &[Invariant]); 6] = [
     (
         "long-lifetime",
         &[Invariant::FreshToken, Invariant::DeleteOwnClaim],
+    ),
+    (
+        "trust-from-answer",
+        &[Invariant::EffectsUnderClaim, Invariant::JobUnderClaim],
     ),
 ];
 
@@ -566,6 +570,19 @@ fn swarm_switches_faults_between_seeds(runs: &[Report]) -> bool {
     println!("holder-swarm: switched between seeds: {varying:?}");
     let volatile = ["evict", "failover", "store_restart", "slow timers"];
     varying.len() >= 9 && volatile.iter().all(|d| varying.contains(d))
+}
+
+/// Which clock decides: the store's lifetime starts at the apply, on the store's clock; a
+/// worker that counts the whole lifetime on its own timer from the answer acts on claims the
+/// store has forgotten, where slow timers and pauses make the difference tell.
+#[test]
+fn trusting_the_whole_lifetime_from_the_answer_acts_on_claims_the_store_forgot() {
+    let scenarios = resolve_in("holder-slow-timers", Some("holder-lock")).unwrap();
+    let caught = names(&[Invariant::EffectsUnderClaim, Invariant::JobUnderClaim]);
+    for strategy in [Strategy::Random, Strategy::Pct { depth: 3 }] {
+        let (seeds, _) = caught_within(&scenarios, "trust-from-answer", &caught, strategy, 0);
+        assert!(seeds <= 20, "{strategy}: {seeds} seeds");
+    }
 }
 
 #[test]
