@@ -75,17 +75,11 @@ pub async fn watch_expiries(world: Rc<World<HolderLock>>) {
 
 /// A forgetter (see the module docs); ends once faults heal.
 pub async fn forgetter(world: Rc<World<HolderLock>>, cause: Forgetting) {
-    let env = world.env();
     let tick = world.profile().system.forgetting[cause.index()];
     // invariant: only a forgetting switched on has a task.
     debug_assert!(tick.probability > 0.0);
-    loop {
-        env.sleep(env.range(tick.every_ms.min, tick.every_ms.max))
-            .await;
-        if world.healed() {
-            return;
-        }
-        if env.coin(tick.probability) {
+    while let Some(strikes) = leasesim_sim::phases::next_tick(&world, tick).await {
+        if strikes {
             forget(&world, cause);
         }
     }
