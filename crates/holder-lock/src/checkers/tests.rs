@@ -190,7 +190,7 @@ fn effects_under_claim_names_a_step_after_a_loss_a_stop_or_past_the_claim() {
     lost.start(R1, 1);
     lost.create(R1, 1);
     job_started(&mut lost, R1);
-    lost.at(300).renew_refused(R1, 1, held(2, R2));
+    lost.at(300).renew_refused(R1, 1, Some(held(2, R2)));
     let seq = lost.note(R1, Note::JobStep { step: 1 });
     let words = [
         "r1's attempt 1's job took a step",
@@ -267,13 +267,7 @@ fn release_on_exit_names_an_attempt_that_won_and_never_released() {
 
     let mut failed_create = Script::new();
     failed_create.start(R1, 1);
-    let create = Request::Create {
-        key: Key::Claim,
-        token: 1,
-        lifetime_ms: LIFETIME_MS,
-    };
-    let call = failed_create.send(R1, create);
-    failed_create.answer(R1, call, crate::events::Op::Create, failed());
+    failed_create.create_answered(R1, 1, failed());
     failed_create.end(R1, 1, EndKind::CreateFailed, ReleaseKind::None, 0);
     assert_holds(Invariant::ReleaseOnExit, &failed_create);
 }
@@ -341,15 +335,32 @@ fn liveness_names_an_attempt_past_its_bound_and_a_stop_that_never_returned() {
 
 // --- the store forgets: what no worker can prevent is excused, nothing else --------------
 
-/// r1 claims at 0 (until 1002) and starts its job; at 200 the store evicts its claim.
-fn evicted() -> Script {
+/// r1 claims at 0 (until 1002) and starts its job.
+fn r1_working() -> Script {
     let mut script = Script::new();
     script.start(R1, 1);
     script.create(R1, 1);
     job_started(&mut script, R1);
     script
+}
+
+/// r1 at work; at 200 the store evicts its claim.
+fn evicted() -> Script {
+    let mut script = r1_working();
+    script
         .at(200)
         .forgot(Key::Claim, Forgetting::Eviction, Some(held(1, R1)));
+    script
+}
+
+/// r1 at work renews at 500 (until 1502); at 600 a failover undoes that renewal: its claim
+/// runs out at 1002 again.
+fn renewal_undone() -> Script {
+    let mut script = r1_working();
+    script.at(500).renew(R1, 1);
+    script
+        .at(600)
+        .forgot(Key::Claim, Forgetting::Failover, Some(held(1, R1)));
     script
 }
 
@@ -362,7 +373,7 @@ fn effects_under_claim_excuses_a_step_only_until_the_attempt_learns_its_claim_wa
 
     // After the renewal said so, no step (an excuse that outlived the answer fails this).
     let mut learned = evicted();
-    learned.at(400).renew_absent(R1, 1);
+    learned.at(400).renew_refused(R1, 1, None);
     let seq = learned.note(R1, Note::JobStep { step: 1 });
     let words = ["renewal found the claim gone or failed"];
     assert_broken(Invariant::EffectsUnderClaim, &learned, seq, &words);
@@ -387,15 +398,7 @@ fn effects_under_claim_excuses_a_step_only_until_the_attempt_learns_its_claim_wa
 
 #[test]
 fn effects_under_claim_excuses_a_renewal_a_failover_undid_up_to_the_end_it_would_have_had() {
-    let mut script = Script::new();
-    script.start(R1, 1);
-    script.create(R1, 1);
-    job_started(&mut script, R1);
-    script.at(500).renew(R1, 1);
-    // The failover takes the renewal back: the claim runs out at 1002 instead of 1502.
-    script
-        .at(600)
-        .forgot(Key::Claim, Forgetting::Failover, Some(held(1, R1)));
+    let mut script = renewal_undone();
     script.at(1_100).note(R1, Note::JobStep { step: 1 });
     assert_holds(Invariant::EffectsUnderClaim, &script);
     let seq = script.at(1_502).note(R1, Note::JobStep { step: 2 });
@@ -428,7 +431,7 @@ fn job_under_claim_excuses_a_start_the_store_forgot_the_claim_before_and_nothing
     );
 
     let mut learned = forgotten_before_start(10);
-    learned.renew_absent(R1, 1);
+    learned.renew_refused(R1, 1, None);
     let seq = job_started(&mut learned, R1);
     assert_broken(
         Invariant::JobUnderClaim,
@@ -439,18 +442,7 @@ fn job_under_claim_excuses_a_start_the_store_forgot_the_claim_before_and_nothing
 
     let mut other = forgotten_before_start(10);
     other.start(R2, 1);
-    let create = Request::Create {
-        key: Key::Claim,
-        token: 2,
-        lifetime_ms: LIFETIME_MS,
-    };
-    let call = other.send(R2, create);
-    other.answer(
-        R2,
-        call,
-        crate::events::Op::Create,
-        crate::events::Answer::Created,
-    );
+    other.create_answered(R2, 2, crate::events::Answer::Created);
     let seq = job_started(&mut other, R2);
     assert_broken(Invariant::JobUnderClaim, &other, seq, &["r2's attempt 1"]);
 }
@@ -465,10 +457,7 @@ fn no_third_worker_counts_a_forgotten_claim_as_run_out_at_the_forgetting_and_no_
     assert_holds(Invariant::NoThirdWorker, &evicted_first);
 
     // A forgotten holder record ends no claim.
-    let mut holder_key = Script::new();
-    holder_key.start(R1, 1);
-    holder_key.create(R1, 1);
-    job_started(&mut holder_key, R1);
+    let mut holder_key = r1_working();
     holder_key
         .at(200)
         .forgot(Key::Holder, Forgetting::Restart, Some(held(1, R1)));
@@ -480,14 +469,7 @@ fn no_third_worker_counts_a_forgotten_claim_as_run_out_at_the_forgetting_and_no_
 
     // A failover that undid r1's renewal at 600 ends r1's claim at 1002, not at 600.
     let undone = |rival_ms: u64| {
-        let mut script = Script::new();
-        script.start(R1, 1);
-        script.create(R1, 1);
-        job_started(&mut script, R1);
-        script.at(500).renew(R1, 1);
-        script
-            .at(600)
-            .forgot(Key::Claim, Forgetting::Failover, Some(held(1, R1)));
+        let mut script = renewal_undone();
         script.at(rival_ms).start(R2, 1);
         script.create(R2, 2);
         let seq = job_started(&mut script, R2);
