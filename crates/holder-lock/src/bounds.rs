@@ -12,6 +12,13 @@
 //!   still running.
 //! - *release operations*: `delete_if_holder` on a store with compare-and-delete, and `get`
 //!   too with `swarm` (a swarm run may take compare-and-delete away); `get` alone without it.
+//! - *trust margin*: the worker trusts its claim for four fifths of the lifetime, counted on
+//!   its own timer from the moment it sent the create or renewal; the store keeps the claim
+//!   for the whole lifetime from the apply, on its own clock. The last fifth absorbs a timer
+//!   slower than the store's clock: down to 4/5 of true speed (-200,000 ppm; exactly: while
+//!   the trusted time on the slowest clock fits in the lifetime plus the shortest flight of a
+//!   create or renewal). A slower timer would let a correct worker start or continue a job
+//!   on a claim the store has already forgotten, so such a scenario is refused.
 //!
 //! Each check blames one key (`(key, message)`), and the shared loader places it.
 
@@ -25,7 +32,8 @@ pub type Finding = (&'static str, String);
 pub fn check(scenario: &Scenario) -> Result<(), Finding> {
     attempts_take_time(scenario)?;
     attempt_bound_is_reachable(scenario)?;
-    stop_bound_is_reachable(scenario)
+    stop_bound_is_reachable(scenario)?;
+    timers_within_the_trust_margin(scenario)
 }
 
 fn highest(scenario: &Scenario, op: Op) -> u64 {
@@ -171,4 +179,31 @@ fn stop_bound_is_reachable(scenario: &Scenario) -> Result<(), Finding> {
          raise it to at least {longest_ms}"
     );
     Err(("stop_bound_ms", message))
+}
+
+/// The slowest clock must leave the trusted time inside the store's lifetime of the claim
+/// (see the module docs).
+fn timers_within_the_trust_margin(scenario: &Scenario) -> Result<(), Finding> {
+    let claim = &scenario.settings.claim;
+    let (lifetime_ms, trusted_ms) = (claim.lifetime_ms, claim.trusted_ms());
+    let flight_ms = scenario.latency.get(Op::Create).min;
+    let flight_ms = flight_ms.min(scenario.latency.get(Op::Renew).min);
+    let kept_ms = lifetime_ms + flight_ms;
+    let trusted_on_store_ms = on_slowest_clock_ms(scenario, trusted_ms);
+    if trusted_on_store_ms <= kept_ms {
+        return Ok(());
+    }
+    // The lowest drift whose rate keeps the trusted time within `kept_ms`, rounded up.
+    let rate_ppm = (u128::from(trusted_ms) * 1_000_000).div_ceil(u128::from(kept_ms));
+    let lowest_ppm = rate_ppm as i64 - 1_000_000;
+    let drift_ppm = scenario.clocks.drift_ppm.min;
+    let message = format!(
+        "({drift_ppm} ppm at its lowest) makes a replica's timer so slow that the worker's \
+         trusted time, {trusted_ms} ms on its own timer (four fifths of the {lifetime_ms} ms \
+         lifetime, counted from the send), lasts {trusted_on_store_ms} ms of the store's \
+         clock, past the {kept_ms} ms the store keeps the claim from that send at the earliest \
+         (the lifetime plus the shortest flight of a create or renewal): a correct worker would \
+         act on a claim the store has forgotten; keep it at {lowest_ppm} ppm or above"
+    );
+    Err(("clocks.drift_ppm", message))
 }

@@ -15,6 +15,13 @@
 //!   `AttemptEnded`; its *job* runs between `JobStarted` and `JobFinished` or `JobFailed`, or
 //!   until the worker drops it (then its steps simply stop).
 //! - *effect*: one finished step of a job (`JobStep`): what a job does to the world.
+//! - *forgetting*: the volatile store losing a key without its holder's release
+//!   ([`Forgetting`]): an eviction under memory pressure, a failover to a replica that lacks
+//!   the key's last write, a restart without persistence. Each is a world note (`Forgot`) at
+//!   its instant, with its cause.
+//! - *slow timer*: a replica whose clock drifts below true speed: its timers (the worker's
+//!   trust, its renewal interval) run slower than the store's clock, which decides a claim's
+//!   lifetime (`SlowTimer`, noted once at the start of the run).
 
 use std::fmt;
 
@@ -283,6 +290,50 @@ impl ReleaseKind {
     }
 }
 
+/// Why the store lost what a key held, without its holder's release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Forgetting {
+    /// Memory pressure: the store evicted the claim key.
+    Eviction,
+    /// A failover to a replica that lacks the key's last write: the key holds what it held
+    /// before that write (a claim created last is gone, a renewal undone shortens its claim's
+    /// lifetime back, a release undone brings its claim back until its old lifetime ends).
+    Failover,
+    /// A restart without persistence: every key is gone.
+    Restart,
+}
+
+impl Forgetting {
+    pub const ALL: [Forgetting; 3] = [
+        Forgetting::Eviction,
+        Forgetting::Failover,
+        Forgetting::Restart,
+    ];
+
+    /// Its key inside `[faults]` (`[faults.evict]`, ...).
+    pub fn key(self) -> &'static str {
+        match self {
+            Forgetting::Eviction => "evict",
+            Forgetting::Failover => "failover",
+            Forgetting::Restart => "store_restart",
+        }
+    }
+
+    /// What happened, for traces.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Forgetting::Eviction => "evicted under memory pressure",
+            Forgetting::Failover => "failover to a replica without the last write",
+            Forgetting::Restart => "store restarted without persistence",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// The holder-lock system's own events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -307,6 +358,23 @@ pub enum Note {
     JobFailed { step: u32 },
     /// The store: the entry `held` of `key` reached the end of its lifetime (world note).
     Expired { key: Key, held: Held },
+    /// The store forgot `key` (its last write, for a failover) without a release (world
+    /// note): `lost` is the live entry it held (`None`: nothing live).
+    Forgot {
+        key: Key,
+        cause: Forgetting,
+        lost: Option<Held>,
+    },
+    /// After a failover's `Forgot`: `key` holds `held` again, until `expires_at_ms` (store
+    /// clock), the live entry it held before its last write (world note).
+    Reverted {
+        key: Key,
+        held: Held,
+        expires_at_ms: u64,
+    },
+    /// This replica's timers run slower than the store's clock: `drift_ppm` (below 0) parts
+    /// per million of elapsed time (noted at the start of the run).
+    SlowTimer { drift_ppm: i64 },
 }
 
 /// Note classes for checkers' interest masks (see `Vocabulary::note_class`).
@@ -316,6 +384,9 @@ pub mod notes {
     pub const ATTEMPTS: u32 = mask::note(0);
     pub const JOB: u32 = mask::note(1);
     pub const EXPIRED: u32 = mask::note(2);
+    /// The store forgetting keys (`Forgot`, `Reverted`).
+    pub const FORGOT: u32 = mask::note(3);
+    pub const SLOW_TIMER: u32 = mask::note(4);
 }
 
 /// The holder-lock system (004): a job run under a holder-token claim in a volatile store.
@@ -345,6 +416,8 @@ impl Vocabulary for HolderLock {
             | Note::JobFinished { .. }
             | Note::JobFailed { .. } => 1,
             Note::Expired { .. } => 2,
+            Note::Forgot { .. } | Note::Reverted { .. } => 3,
+            Note::SlowTimer { .. } => 4,
         }
     }
 }

@@ -82,7 +82,7 @@ impl System for HolderLock {
     const DESCRIPTION: &'static str =
         "seed 004: a job run under a holder-token claim in a volatile key-value store";
     const KEYS: &'static [&'static str] = &["claim", "store", "job", "attempt_bound_ms"];
-    const FAULT_KEYS: &'static [&'static str] = &["job_fail"];
+    const FAULT_KEYS: &'static [&'static str] = &["job_fail", "evict", "failover", "store_restart"];
     const STOP_OPS: &'static [Op] = &[Op::Create, Op::Renew, Op::DeleteIfHolder];
 
     type Settings = settings::Settings;
@@ -132,9 +132,18 @@ impl System for HolderLock {
         Box::pin(async move { worker.stop().await })
     }
 
-    /// Not a fault: the store's watcher, which records each lifetime's end at its instant,
-    /// for the whole run (it never injects anything, so healing does not end it).
+    /// The store's forgetting switched on (each ends once faults heal); and, not faults, the
+    /// notes of replicas with slow timers and the store's watcher, which records each
+    /// lifetime's end at its instant for the whole run (it never injects anything, so healing
+    /// does not end it).
     fn start_faults(world: &Rc<World<Self>>) {
+        services::note_slow_timers(world);
+        for cause in events::Forgetting::ALL {
+            if world.profile().system.forgetting[cause.index()].probability > 0.0 {
+                let forgetter = services::forgetter(world.clone(), cause);
+                leasesim_sim::phases::spawn(world, cause.key(), forgetter);
+            }
+        }
         let watcher = services::watch_expiries(world.clone());
         leasesim_sim::phases::spawn(world, "store", watcher);
     }
@@ -205,10 +214,18 @@ impl System for HolderLock {
     }
 
     fn shrink_moves() -> &'static [(&'static str, &'static str)] {
-        &[("faults.job_fail", "0"), ("job.long_share", "0")]
+        &[
+            ("faults.job_fail", "0"),
+            ("faults.evict.probability", "0"),
+            ("faults.failover.probability", "0"),
+            ("faults.store_restart.probability", "0"),
+            ("job.long_share", "0"),
+        ]
     }
 
     fn faults_on(settings: &settings::Settings) -> usize {
-        usize::from(settings.job_fail.get() > 0.0)
+        let forgetting = settings.forgetting.iter();
+        let on = forgetting.filter(|p| p.probability.get() > 0.0).count();
+        usize::from(settings.job_fail.get() > 0.0) + on
     }
 }

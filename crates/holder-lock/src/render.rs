@@ -9,7 +9,8 @@
 //!   through that door).
 //! - *strokes*: a claim the store made starts a held claim on the replica's lane (labelled
 //!   with the token's serial), the attempt's end ends it; job steps are effects (drawn as
-//!   deletes), a key running out is a revocation mark, a release that freed nothing is
+//!   deletes), a key running out is a revocation mark, a key the store forgot (eviction,
+//!   failover, restart) a `RefusedDelete` mark, a release that freed nothing is
 //!   `FreedNothing`, a delete of another replica's claim a `StaleDelete`. The legend and
 //!   hover texts name them in this system's words ([`TIMELINE_WORDS`]).
 
@@ -19,7 +20,8 @@ use leasesim_timeline::{CallStyle, CallWords, Draw, MarkKind, MarkWords, Words};
 
 use crate::HolderLock;
 use crate::events::{
-    Answer, Applied, EndKind, Event, Held, Key, Note, Op, ReleaseKind, Request, TokenText,
+    Answer, Applied, EndKind, Event, Forgetting, Held, Key, Note, Op, ReleaseKind, Request,
+    TokenText,
 };
 
 fn token(value: u64) -> TokenText {
@@ -196,7 +198,50 @@ pub fn note_text(note: &Note) -> String {
             held.by,
             token(held.token)
         ),
+        Note::Forgot { key, cause, lost } => forgot_text(key, cause, lost),
+        Note::Reverted {
+            key,
+            held,
+            expires_at_ms,
+        } => format!(
+            "** {} holds {}'s token {} again, until {} (as before its last write)",
+            key.name(),
+            held.by,
+            token(held.token),
+            ClockMs(expires_at_ms)
+        ),
+        Note::SlowTimer { drift_ppm } => slow_timer_text(drift_ppm),
     }
+}
+
+/// `** evicted under memory pressure: job:nightly-rollup: r1's token 00a3f9:4 is gone`; a
+/// failover names the write it lost (a `Reverted` line follows when the key holds something
+/// again).
+fn forgot_text(key: Key, cause: Forgetting, lost: Option<Held>) -> String {
+    let name = key.name();
+    let lost = lost.map(|held| format!("{}'s token {}", held.by, token(held.token)));
+    match (cause, lost) {
+        (Forgetting::Failover, Some(lost)) => format!(
+            "** failover to a replica without the last write of {name}: {lost} as last written \
+             is lost"
+        ),
+        (Forgetting::Failover, None) => format!(
+            "** failover to a replica without the last write of {name} (it held nothing live)"
+        ),
+        (_, Some(lost)) => format!("** {}: {name}: {lost} is gone", cause.describe()),
+        (_, None) => format!("** {}: {name} held nothing live", cause.describe()),
+    }
+}
+
+/// `timers run slower than the store's clock: -150000 ppm (1000ms on them take 1177ms of
+/// the store's)`.
+fn slow_timer_text(drift_ppm: i64) -> String {
+    let rate_ppm = u64::try_from(1_000_000 + drift_ppm).unwrap_or(0).max(1);
+    let store_ms = 1_000_000_000u64.div_ceil(rate_ppm);
+    format!(
+        "timers run slower than the store's clock: {drift_ppm} ppm (1000ms on them take \
+         {store_ms}ms of the store's)"
+    )
 }
 
 /// A short stable name of a note, for per-kind counts.
@@ -209,6 +254,9 @@ pub fn note_name(note: &Note) -> &'static str {
         Note::JobFinished { .. } => "job-finished",
         Note::JobFailed { .. } => "job-failed",
         Note::Expired { .. } => "expired",
+        Note::Forgot { .. } => "forgot",
+        Note::Reverted { .. } => "reverted",
+        Note::SlowTimer { .. } => "slow-timer",
     }
 }
 
@@ -302,6 +350,7 @@ pub fn draws(event: &Event, out: &mut Vec<Draw>) {
         }),
         EventKind::Note(Note::AttemptEnded { .. }) => out.push(Draw::HoldEnd { lost: false }),
         EventKind::Note(Note::Expired { .. }) => out.push(mark(MarkKind::Revoked)),
+        EventKind::Note(Note::Forgot { .. }) => out.push(mark(MarkKind::RefusedDelete)),
         _ => {}
     }
 }
@@ -371,6 +420,11 @@ pub const TIMELINE_WORDS: Words = Words {
             "run out",
             "a key ran out (lifetime over): its token is gone",
         ),
+        MarkWords::plain(
+            MarkKind::RefusedDelete,
+            "key lost by the store",
+            "the store lost a key without a release (eviction, failover, restart)",
+        ),
     ],
     drawn: Some(&[
         MarkKind::Delete,
@@ -387,5 +441,6 @@ pub const TIMELINE_WORDS: Words = Words {
         MarkKind::Restarted,
         MarkKind::ClockJump,
         MarkKind::Revoked,
+        MarkKind::RefusedDelete,
     ]),
 };

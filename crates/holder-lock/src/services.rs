@@ -9,6 +9,13 @@
 //!   the coverage, the checkers work out expiries themselves).
 //! - *fresh token*: a random upper half from the run's one choice source (1..=0xFFFFFF, so
 //!   never zero) and the run's next serial in the lower half.
+//! - *forgetter*: a world task per kind of forgetting switched on (eviction, failover,
+//!   restart): at every tick of its period, in the safety phase only, it strikes with its
+//!   probability (a coin of the run's one choice source, so value 0 is "no fault") and notes
+//!   each key it changed (`Note::Forgot`, and `Note::Reverted` when a failover brings a live
+//!   entry back) at that instant.
+//! - *slow timers*: at the start of the run each replica whose clock drifts below true speed
+//!   is noted (`Note::SlowTimer`): its worker's timers run slower than the store's clock.
 
 use std::pin::pin;
 use std::rc::Rc;
@@ -16,7 +23,8 @@ use std::rc::Rc;
 use leasesim_events::ReplicaId;
 use leasesim_sim::{EPOCH_MS, World};
 
-use crate::events::{Answer, Applied, HolderLock, Note, Request};
+use crate::events::{Answer, Applied, Forgetting, HolderLock, Note, Request};
+use crate::store::Loss;
 
 /// The services of one run: the store.
 pub type Services = crate::store::ClaimStore;
@@ -62,5 +70,56 @@ pub async fn watch_expiries(world: Rc<World<HolderLock>>) {
             key,
             held: entry.held,
         });
+    }
+}
+
+/// A forgetter (see the module docs); ends once faults heal.
+pub async fn forgetter(world: Rc<World<HolderLock>>, cause: Forgetting) {
+    let tick = world.profile().system.forgetting[cause.index()];
+    // invariant: only a forgetting switched on has a task.
+    debug_assert!(tick.probability > 0.0);
+    while let Some(strikes) = leasesim_sim::phases::next_tick(&world, tick).await {
+        if strikes {
+            forget(&world, cause);
+        }
+    }
+}
+
+/// The store forgets now, as `cause` says; each key it changed is noted.
+pub fn forget(world: &World<HolderLock>, cause: Forgetting) {
+    let now_ms = world.service_now_ms();
+    let losses: [Option<Loss>; 2] = {
+        let mut store = world.services();
+        match cause {
+            Forgetting::Eviction => [store.evict(now_ms), None],
+            Forgetting::Failover => store.fail_over(now_ms),
+            Forgetting::Restart => store.restart(now_ms),
+        }
+    };
+    let env = world.env();
+    for loss in losses.into_iter().flatten() {
+        // invariant: a key is noted only for the forgetting that struck.
+        debug_assert_eq!(loss.cause, cause);
+        let (key, lost) = (loss.key, loss.lost);
+        env.note(Note::Forgot { key, cause, lost });
+        if let Some(entry) = loss.restored {
+            let (held, expires_at_ms) = (entry.held, entry.expires_at_ms);
+            env.note(Note::Reverted {
+                key,
+                held,
+                expires_at_ms,
+            });
+        }
+    }
+}
+
+/// Notes each replica whose timers run slower than the store's clock (see the module docs).
+pub fn note_slow_timers(world: &World<HolderLock>) {
+    let env = world.env();
+    for (state, clock) in world.replicas().iter().zip(&world.profile().clocks) {
+        if clock.drift_ppm < 0 {
+            let drift_ppm = clock.drift_ppm;
+            env.note_for(state.id, Note::SlowTimer { drift_ppm });
+        }
     }
 }

@@ -5,7 +5,9 @@
 //!   interval, 0 for none), `[store]` (whether the store can compare and delete in one step),
 //!   `[job]` (how long a job takes: usually `duration_ms`, and with probability `long_share`
 //!   `long_duration_ms`; one effect every `step_ms`), `attempt_bound_ms`, and the system's
-//!   own fault `[faults] job_fail` (a job step fails).
+//!   own faults: `[faults] job_fail` (a job step fails) and the volatile store's forgetting,
+//!   `[faults.evict]`, `[faults.failover]`, `[faults.store_restart]` (each a probability at
+//!   every tick of its own period; see `events::Forgetting`).
 //! - *drawn*: what one run uses. Without swarm, the scenario's settings. With swarm, the job
 //!   faults and the share of long jobs are switched and scaled like every fault, and two
 //!   more draws may take the renewal away or the store's compare-and-delete (value 0 keeps
@@ -13,12 +15,12 @@
 //!   it drew.
 
 use holder_lock_worker::ClaimConfig;
-use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Positive, Probability, whole_field};
-use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
+use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Periodic, Positive, Probability, whole_field};
+use leasesim_sim::{Env, Scale, ScenarioError, SystemPart, Tick};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::events::{CLAIM_KEY, HolderLock};
+use crate::events::{CLAIM_KEY, Forgetting, HolderLock};
 
 /// A span of `[claim]`, from 0 to the longest span a scenario takes (refused at the value,
 /// with the key and the range).
@@ -93,6 +95,12 @@ impl Default for JobSection {
 struct FaultsFile {
     /// Probability a job step fails.
     job_fail: Probability,
+    /// The store evicts the claim key.
+    evict: Periodic,
+    /// The store fails over to a replica without each key's last write.
+    failover: Periodic,
+    /// The store restarts without persistence.
+    store_restart: Periodic,
 }
 
 /// The system's keys as written.
@@ -126,6 +134,8 @@ pub struct Settings {
     /// healing for one already running then).
     pub attempt_bound_ms: u64,
     pub job_fail: Probability,
+    /// The store's forgetting, by [`Forgetting::index`].
+    pub forgetting: [Periodic; 3],
 }
 
 /// The worker configuration of a `[claim]` section.
@@ -157,6 +167,11 @@ pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
         job: file.job,
         attempt_bound_ms: file.attempt_bound_ms.get(),
         job_fail: file.faults.job_fail,
+        forgetting: [
+            file.faults.evict,
+            file.faults.failover,
+            file.faults.store_restart,
+        ],
     })
 }
 
@@ -180,6 +195,8 @@ pub struct Drawn {
     pub job: JobSection,
     /// Probability a job step fails.
     pub job_fail: f64,
+    /// The store's forgetting in this run, by [`Forgetting::index`].
+    pub forgetting: [Tick; 3],
     /// What a swarm run drew (`None` without swarm).
     pub swarm: Option<SwarmDraw>,
 }
@@ -197,6 +214,10 @@ pub fn draw(
         long_share: Probability::new(long_share).expect("a scaled probability"),
         ..settings.job.clone()
     };
+    let forgetting = settings.forgetting.clone().map(|periodic| Tick {
+        probability: scale.apply(periodic.probability.get()),
+        every_ms: periodic.every_ms,
+    });
     let swarm = scale.swarm().then(|| SwarmDraw {
         renewal_off: settings.claim.renew_every_ms.is_some() && env.pick(2) == 1,
         compare_and_delete_off: settings.store.compare_and_delete && env.pick(2) == 1,
@@ -214,12 +235,17 @@ pub fn draw(
         compare_and_delete,
         job,
         job_fail,
+        forgetting,
         swarm,
     };
     // invariant: the drawn configuration is one the worker accepts, and the faults stay
     // within their envelope.
     assert!(drawn.claim.validate().is_ok(), "{:?}", drawn.claim);
     debug_assert!(drawn.job_fail <= settings.job_fail.get());
+    debug_assert!(Forgetting::ALL.iter().all(|cause| {
+        let i = cause.index();
+        drawn.forgetting[i].probability <= settings.forgetting[i].probability.get()
+    }));
     drawn
 }
 
@@ -262,6 +288,13 @@ pub fn describe(drawn: &Drawn) -> Vec<String> {
     if drawn.job_fail > 0.0 {
         let p = leasesim_sim::faults::probability_text(drawn.job_fail);
         lines.push(format!("job-fail: p={p} per step"));
+    }
+    for cause in Forgetting::ALL {
+        let tick = &drawn.forgetting[cause.index()];
+        if tick.probability > 0.0 {
+            let label = cause.key().replace('_', "-");
+            lines.push(leasesim_sim::faults::tick_text(&label, tick, ""));
+        }
     }
     lines
 }

@@ -13,13 +13,19 @@
 //!   (`Note::Expired`), at that instant; `due_expiry` and `mark_expired` serve it.
 //! - *serial*: the number of token draws so far, kept here so that every fresh token of a
 //!   run is distinct (see `events`).
+//! - *last write*: per key, what it held before the last request that wrote or deleted it
+//!   (`None` once nothing is left to revert). A failover goes back to it.
+//! - *forgetting*: the store losing what a key holds without its holder's release (see
+//!   `events::Forgetting`): [`ClaimStore::evict`], [`ClaimStore::fail_over`],
+//!   [`ClaimStore::restart`]. Each returns what it changed, for the notes; each leaves no
+//!   last write to revert behind it (a replica promoted or restarted has no older state).
 
 use std::rc::Rc;
 
 use leasesim_events::ReplicaId;
 use leasesim_sim::Signal;
 
-use crate::events::{Answer, Applied, Held, Key, Request};
+use crate::events::{Answer, Applied, Forgetting, Held, Key, Request};
 
 /// One key's entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,10 +36,22 @@ pub struct Entry {
     pub expiry_noted: bool,
 }
 
+/// What a forgetting did to one key: the live entry it lost (`None`: nothing live), and for
+/// a failover the live entry the key holds again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loss {
+    pub key: Key,
+    pub cause: Forgetting,
+    pub lost: Option<Held>,
+    pub restored: Option<Entry>,
+}
+
 /// The store of one run.
 #[derive(Debug)]
 pub struct ClaimStore {
     entries: [Option<Entry>; 2],
+    /// Per key: what it held before its last write (see the module docs).
+    before_write: [Option<Option<Entry>>; 2],
     compare_and_delete: bool,
     serial: u32,
     /// Notified whenever an entry is written or removed (the watcher waits on it).
@@ -45,6 +63,7 @@ impl ClaimStore {
     pub fn new(compare_and_delete: bool) -> ClaimStore {
         ClaimStore {
             entries: [None, None],
+            before_write: [None, None],
             compare_and_delete,
             serial: 0,
             changed: Rc::default(),
@@ -96,16 +115,80 @@ impl ClaimStore {
     }
 
     fn write(&mut self, key: Key, held: Held, expires_at_ms: u64) {
-        self.entries[key.index()] = Some(Entry {
+        let entry = Entry {
             held,
             expires_at_ms,
             expiry_noted: false,
-        });
-        self.changed.notify();
+        };
+        self.replace(key, Some(entry));
     }
 
     fn remove(&mut self, key: Key) {
+        self.replace(key, None);
+    }
+
+    /// A write of a request: what the key held before becomes its last write.
+    fn replace(&mut self, key: Key, entry: Option<Entry>) {
+        let before = std::mem::replace(&mut self.entries[key.index()], entry);
+        self.before_write[key.index()] = Some(before);
+        self.changed.notify();
+    }
+
+    /// Memory pressure: the claim key's live entry is gone (`None` when it held nothing live:
+    /// nothing to evict).
+    pub fn evict(&mut self, now_ms: u64) -> Option<Loss> {
+        let key = Key::Claim;
+        let lost = self.live(key, now_ms)?.held;
+        self.forget(key);
+        // invariant: an evicted key is absent, with nothing to revert.
+        debug_assert!(self.entry(key).is_none() && self.before_write[key.index()].is_none());
+        Some(Loss {
+            key,
+            cause: Forgetting::Eviction,
+            lost: Some(lost),
+            restored: None,
+        })
+    }
+
+    /// A failover: each key with a last write holds what it held before it (kept only if
+    /// still live); a key without one is untouched.
+    pub fn fail_over(&mut self, now_ms: u64) -> [Option<Loss>; 2] {
+        Key::ALL.map(|key| {
+            let before = self.before_write[key.index()].take()?;
+            let lost = self.live(key, now_ms).map(|entry| entry.held);
+            let restored = before.filter(|entry| now_ms < entry.expires_at_ms);
+            self.entries[key.index()] = restored;
+            self.changed.notify();
+            // invariant: the key holds its state before its last write, or nothing.
+            debug_assert_eq!(self.live(key, now_ms), restored);
+            Some(Loss {
+                key,
+                cause: Forgetting::Failover,
+                lost,
+                restored,
+            })
+        })
+    }
+
+    /// A restart without persistence: every key is gone. The claim key is always reported
+    /// (so every restart shows), the holder record only when it held something.
+    pub fn restart(&mut self, now_ms: u64) -> [Option<Loss>; 2] {
+        Key::ALL.map(|key| {
+            let held = self.entry(key).is_some() || self.before_write[key.index()].is_some();
+            let lost = self.live(key, now_ms).map(|entry| entry.held);
+            self.forget(key);
+            (held || key == Key::Claim).then_some(Loss {
+                key,
+                cause: Forgetting::Restart,
+                lost,
+                restored: None,
+            })
+        })
+    }
+
+    fn forget(&mut self, key: Key) {
         self.entries[key.index()] = None;
+        self.before_write[key.index()] = None;
         self.changed.notify();
     }
 
@@ -323,5 +406,101 @@ mod tests {
         assert!(store.mark_expired(Key::Claim, 100).is_some());
         assert_eq!(store.mark_expired(Key::Claim, 101), None);
         assert_eq!(store.due_expiry(), None);
+    }
+
+    fn renew(token: u64) -> Request {
+        Request::Renew {
+            key: Key::Claim,
+            token,
+            lifetime_ms: 100,
+        }
+    }
+
+    fn token_at(store: &ClaimStore, now_ms: u64) -> Option<(u64, u64)> {
+        let entry = store.live(Key::Claim, now_ms)?;
+        Some((entry.held.token, entry.expires_at_ms))
+    }
+
+    #[test]
+    fn an_eviction_takes_only_a_live_claim_and_leaves_nothing_to_revert() {
+        let mut store = ClaimStore::new(true);
+        assert_eq!(store.evict(0), None, "nothing to evict");
+        store.apply(R1, create(7), 0);
+        let loss = store.evict(10).expect("the live claim is evicted");
+        assert_eq!(loss.lost, Some(Held { token: 7, by: R1 }));
+        assert_eq!(token_at(&store, 10), None);
+        assert_eq!(store.fail_over(20), [None, None], "no write left to revert");
+        assert_eq!(store.apply(R1, renew(7), 30).1, Answer::Absent);
+    }
+
+    #[test]
+    fn a_failover_undoes_each_keys_last_write_once() {
+        let mut store = ClaimStore::new(true);
+        store.apply(R1, create(7), 0);
+        store.apply(R1, renew(7), 50);
+        let [claim, holder] = store.fail_over(60);
+        assert_eq!(holder, None, "the holder record was never written");
+        let claim = claim.expect("the renewal is undone");
+        assert_eq!(claim.lost, Some(Held { token: 7, by: R1 }));
+        assert_eq!(
+            token_at(&store, 60),
+            Some((7, 100)),
+            "back to the create's end"
+        );
+        assert_eq!(
+            store.fail_over(60),
+            [None, None],
+            "only one write is undone"
+        );
+        assert_eq!(token_at(&store, 99), Some((7, 100)));
+        assert_eq!(token_at(&store, 100), None);
+
+        let mut created = ClaimStore::new(true);
+        created.apply(R1, create(7), 0);
+        let lost = created.fail_over(10)[0].expect("the create is undone");
+        assert_eq!((lost.lost.map(|h| h.token), lost.restored), (Some(7), None));
+        assert_eq!(created.apply(R2, create(8), 11).1, Answer::Created);
+
+        let mut released = ClaimStore::new(true);
+        released.apply(R1, create(7), 0);
+        let delete_7 = Request::DeleteIfHolder {
+            key: Key::Claim,
+            token: 7,
+        };
+        released.apply(R1, delete_7, 10);
+        let back = released.fail_over(20)[0].expect("the release is undone");
+        assert_eq!(back.lost, None);
+        assert_eq!(token_at(&released, 20), Some((7, 100)), "the claim is back");
+        released.apply(R1, delete_7, 30);
+        let late = released.fail_over(100)[0].expect("a write to undo");
+        assert_eq!(
+            (late.lost, late.restored),
+            (None, None),
+            "it had run out by then"
+        );
+    }
+
+    #[test]
+    fn a_restart_forgets_every_key_and_always_reports_the_claim() {
+        let mut store = ClaimStore::new(true);
+        let [claim, holder] = store.restart(0);
+        assert_eq!(
+            claim.map(|l| l.lost),
+            Some(None),
+            "an empty store's restart shows"
+        );
+        assert_eq!(holder, None);
+        store.apply(R1, create(7), 0);
+        let set = Request::Set {
+            key: Key::Holder,
+            token: 7,
+            lifetime_ms: 100,
+        };
+        store.apply(R1, set, 0);
+        let [claim, holder] = store.restart(5);
+        assert_eq!(claim.and_then(|l| l.lost).map(|h| h.token), Some(7));
+        assert_eq!(holder.and_then(|l| l.lost).map(|h| h.token), Some(7));
+        assert!(Key::ALL.iter().all(|&key| store.entry(key).is_none()));
+        assert_eq!(store.fail_over(6), [None, None]);
     }
 }

@@ -10,7 +10,8 @@
 use leasesim_events::{EPOCH_MS, NetFailure, ReplicaId, Stamped};
 use leasesim_holder_lock::checkers::{CheckConfig, Coverage, Facts, Invariant, checker_set};
 use leasesim_holder_lock::events::{
-    Answer, Applied, EndKind, Event, EventKind, Held, Key, Note, Op, Phase, ReleaseKind, Request,
+    Answer, Applied, EndKind, Event, EventKind, Forgetting, Held, Key, Note, Op, Phase,
+    ReleaseKind, Request,
 };
 use leasesim_invariants::{Checker, Facts as _};
 use proptest::prelude::*;
@@ -108,7 +109,7 @@ fn answer() -> impl Strategy<Value = Answer> {
 }
 
 fn note() -> impl Strategy<Value = Note> {
-    (0u8..7, 1u32..4, 0u64..3, held()).prop_map(|(kind, n, gone, held)| match kind {
+    (0u8..10, 1u32..4, 0u64..3, held()).prop_map(|(kind, n, gone, held)| match kind {
         0 => Note::AttemptStarted { attempt: n },
         1 => Note::AttemptEnded {
             attempt: n,
@@ -127,6 +128,22 @@ fn note() -> impl Strategy<Value = Note> {
         3 => Note::JobStep { step: n },
         4 => Note::JobFinished { steps: n },
         5 => Note::JobFailed { step: n },
+        6 => Note::Forgot {
+            key: [Key::Claim, Key::Holder][n as usize % 2],
+            cause: Forgetting::ALL[gone as usize],
+            lost: held,
+        },
+        7 => Note::Reverted {
+            key: Key::Claim,
+            held: held.unwrap_or(Held {
+                token: 1,
+                by: ReplicaId(0),
+            }),
+            expires_at_ms: EPOCH_MS + 1_000 * u64::from(n),
+        },
+        8 => Note::SlowTimer {
+            drift_ppm: -50_000 * i64::from(n),
+        },
         _ => Note::Expired {
             key: Key::Claim,
             held: held.unwrap_or(Held {

@@ -1,13 +1,15 @@
 //! Each fault of the envelope happens where a scenario switches it on, and the world's side
 //! keeps its word: a job is held by its replica's pauses, its steps add up to its length,
-//! lifetimes end at their instant, fresh tokens never repeat, and the same seed gives the
-//! same run.
+//! lifetimes end at their instant, a key the store forgot is gone at once, slow timers are
+//! noted, fresh tokens never repeat, and the same seed gives the same run.
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use leasesim_events::{EPOCH_MS, ReplicaId, Stamped};
-use leasesim_holder_lock::events::{Applied, Event, EventKind, Key, Note, Phase, Request};
+use leasesim_holder_lock::events::{
+    Applied, Event, EventKind, Forgetting, Key, Note, Phase, Request,
+};
 use leasesim_holder_lock::{WorkerFactory, correct_worker, parse_scenario};
 use leasesim_rt::SimConfig;
 use leasesim_sim::simulate;
@@ -168,9 +170,102 @@ fn a_jobs_steps_add_up_to_its_drawn_length() {
     assert!(checked > 5, "{checked} jobs");
 }
 
+/// The first apply on the claim key after `index`, if any.
+fn next_claim_apply(events: &[Stamped<Event>], index: usize) -> Option<Applied> {
+    events[index + 1..].iter().find_map(|e| match e.event.kind {
+        EventKind::Applied { applied, .. } if claim_apply(&applied) => Some(applied),
+        _ => None,
+    })
+}
+
+fn claim_apply(applied: &Applied) -> bool {
+    match *applied {
+        Applied::Created { key, .. }
+        | Applied::Exists { key, .. }
+        | Applied::Renewed { key, .. }
+        | Applied::RenewRefused { key, .. }
+        | Applied::Deleted { key, .. }
+        | Applied::NotDeleted { key, .. }
+        | Applied::Unsupported { key }
+        | Applied::Read { key, .. }
+        | Applied::Written { key, .. } => key == Key::Claim,
+    }
+}
+
+/// Finds nothing live: what the next apply on a key the store just emptied must say.
+fn finds_nothing(applied: Applied) -> bool {
+    matches!(
+        applied,
+        Applied::Created {
+            took_over: None,
+            ..
+        } | Applied::RenewRefused { held: None, .. }
+            | Applied::NotDeleted { held: None, .. }
+            | Applied::Read { held: None, .. }
+    )
+}
+
+#[test]
+fn the_store_forgets_as_its_faults_say_at_their_instant_and_only_in_the_safety_phase() {
+    let faults = "[faults.evict]\nprobability = 0.5\nevery_ms = [300, 900]\n\
+                  [faults.failover]\nprobability = 0.5\nevery_ms = [300, 900]\n\
+                  [faults.store_restart]\nprobability = 0.3\nevery_ms = [500, 1_500]\n";
+    let (events, _) = run(faults, 4);
+    let healed_ms = liveness_at(&events);
+    let mut by_cause = [0; 3];
+    for (index, event) in events.iter().enumerate() {
+        let EventKind::Note(Note::Forgot { key, cause, lost }) = event.event.kind else {
+            continue;
+        };
+        assert!(
+            event.at_ms <= healed_ms,
+            "a forgetting after healing: {event:?}"
+        );
+        assert_eq!(event.event.replica, None, "the store's own note");
+        by_cause[cause.index()] += 1;
+        let reverted = events
+            .get(index + 1)
+            .is_some_and(|e| matches!(e.event.kind, EventKind::Note(Note::Reverted { .. })));
+        if key == Key::Claim && !reverted && lost.is_some() {
+            let next = next_claim_apply(&events, index);
+            assert!(
+                next.is_none_or(finds_nothing),
+                "after {event:?} the store still held something: {next:?}"
+            );
+        }
+        if cause == Forgetting::Eviction {
+            assert!(lost.is_some(), "an eviction takes a live claim");
+        }
+    }
+    assert!(by_cause.iter().all(|&n| n >= 3), "by cause: {by_cause:?}");
+}
+
+#[test]
+fn replicas_with_slow_timers_are_noted_once_at_the_start() {
+    let (slow, _) = run("[clocks]\ndrift_ppm = [-100_000, -10_000]\n", 5);
+    let noted: Vec<_> = slow
+        .iter()
+        .filter_map(|e| match e.event.kind {
+            EventKind::Note(Note::SlowTimer { drift_ppm }) => Some((e.at_ms, drift_ppm)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(noted.len(), 3, "{noted:?}");
+    assert!(
+        noted
+            .iter()
+            .all(|&(at, ppm)| at == 0 && (-100_000..=-10_000).contains(&ppm))
+    );
+    let (fast, _) = run("[clocks]\ndrift_ppm = [0, 10_000]\n", 5);
+    let none = count(&fast, |k| {
+        matches!(k, EventKind::Note(Note::SlowTimer { .. }))
+    });
+    assert_eq!(none, 0);
+}
+
 #[test]
 fn the_same_seed_gives_the_same_run_and_another_seed_another() {
-    let text = "[faults.pause]\nprobability = 0.3\n";
+    let text = "[faults.pause]\nprobability = 0.3\n[faults.failover]\nprobability = 0.5\n";
     let (first, hash) = run(text, 9);
     let (again, same) = run(text, 9);
     let (_, other) = run(text, 10);

@@ -1,6 +1,6 @@
 //! The drawn profile: with swarm the run may lose its renewal or its store's
-//! compare-and-delete, and its job faults are switched and scaled; value 0 of every draw is
-//! the scenario's own; without swarm nothing is drawn.
+//! compare-and-delete, and its job faults and the store's forgetting are switched and scaled;
+//! value 0 of every draw is the scenario's own; without swarm nothing is drawn.
 
 use std::rc::Rc;
 
@@ -25,6 +25,16 @@ long_share = 0.4
 
 [faults]
 job_fail = 0.2
+
+[faults.evict]
+probability = 0.4
+every_ms = [100, 200]
+
+[faults.failover]
+probability = 0.4
+
+[faults.store_restart]
+probability = 0.2
 "#;
 
 fn profile(text: &str, feed: Feed) -> Profile {
@@ -69,6 +79,34 @@ fn value_zero_of_every_draw_is_the_scenarios_own() {
         "value 0 switches the job faults off"
     );
     assert_eq!(zero.system.job.long_share.get(), 0.0);
+    let forgetting = zero.system.forgetting.map(|tick| tick.probability);
+    assert_eq!(
+        forgetting, [0.0; 3],
+        "value 0 switches the store's forgetting off"
+    );
+}
+
+#[test]
+fn swarm_switches_and_scales_each_forgetting_within_its_envelope_and_names_it() {
+    let envelope = [0.4, 0.4, 0.2];
+    let labels = ["evict: p=", "failover: p=", "store-restart: p="];
+    let profiles: Vec<Profile> = (0..60).map(|s| profile(SWARM, Feed::Seed(s))).collect();
+    for (i, (max, label)) in envelope.iter().zip(labels).enumerate() {
+        let drawn = |p: &Profile| p.system.forgetting[i].probability;
+        let on = profiles.iter().filter(|p| drawn(p) > 0.0).count();
+        assert!((10..=50).contains(&on), "{label} on in {on} of 60 runs");
+        for profile in &profiles {
+            assert!(drawn(profile) <= *max);
+            let named = profile.describe().iter().any(|l| l.starts_with(label));
+            assert_eq!(named, drawn(profile) > 0.0, "{label}");
+        }
+    }
+    let evict = profiles[0].system.forgetting[0].every_ms;
+    assert_eq!(
+        (evict.min, evict.max),
+        (100, 200),
+        "the period is the scenario's"
+    );
 }
 
 #[test]
@@ -80,6 +118,8 @@ fn without_swarm_the_run_is_the_scenarios() {
         assert_eq!(profile.system.claim.renew_every_ms, Some(500));
         assert!(profile.system.compare_and_delete);
         assert_eq!(profile.system.job_fail, 0.2);
+        let forgetting = profile.system.forgetting.map(|tick| tick.probability);
+        assert_eq!(forgetting, [0.4, 0.4, 0.2]);
         assert!(
             profile
                 .describe()

@@ -43,6 +43,9 @@ fn defaults_switch_every_fault_off_and_renew_a_compare_and_delete_store() {
     assert!(settings.store.compare_and_delete);
     assert_eq!(settings.job.long_share.get(), 0.0);
     assert_eq!(settings.job_fail.get(), 0.0);
+    for forgetting in &settings.forgetting {
+        assert_eq!(forgetting.probability.get(), 0.0);
+    }
     assert_eq!(scenario.faults.reject.get(Op::Renew).get(), 0.0);
     assert_eq!(scenario.latency.get(Op::DeleteIfHolder), MsRange::new(1, 5));
     let unrenewed = "description = \"x\"\nsystem = \"holder-lock\"\n[claim]\nrenew_every_ms = 0\n";
@@ -106,6 +109,19 @@ fn each_mistake_is_refused_at_its_place_naming_what_is_valid() {
              scenario); valid: delete-own-claim",
         ),
         ("[stop]\nat = \"acquire\"\n", "unknown stop mode `acquire`"),
+        (
+            "[faults.evict]\nprobability = 1.5\n",
+            "bad.toml:4:15: `faults.evict.probability`: probability 1.5 is outside [0, 1]",
+        ),
+        (
+            "[faults.failover]\nevery_ms = [0, 10]\n",
+            "bad.toml:4:13: `faults.failover.every_ms` must be a whole number from 1 to 3600000, \
+             got 0",
+        ),
+        (
+            "[faults.store_restart]\nlag_ms = 3\n",
+            "bad.toml:4:1: unknown field `lag_ms`",
+        ),
     ];
     for (text, expected) in cases {
         let error = error_of(text);
@@ -259,4 +275,28 @@ fn a_zero_schedule_with_an_instant_create_is_refused() {
     parsed(&paused).unwrap_or_else(|err| panic!("{err}"));
     let slow_create = "[schedule]\nrun_every_ms = [0, 0]\n[latency]\ncreate = [1, 1]\n";
     parsed(slow_create).unwrap_or_else(|err| panic!("{err}"));
+}
+
+/// Timers slower than the worker's trust margin absorbs are refused at `clocks.drift_ppm`
+/// with the figure: the trusted time on the slowest timer must fit in the lifetime plus the
+/// shortest flight of a create or renewal; the figure itself loads, one below does not.
+#[test]
+fn timers_slower_than_the_trust_margin_absorbs_are_refused_with_the_lowest_drift() {
+    // Lifetime 3000 ms, trusted 2400 ms, shortest flight 1 ms: the rate must be at least
+    // 2400/3001 of true speed, -200267 ppm rounded up.
+    assert_refused(
+        "[clocks]\ndrift_ppm = [-250_000, 0]\n",
+        "bad.toml:4:13: `clocks.drift_ppm` (-250000 ppm at its lowest)",
+        &[
+            "trusted time, 2400 ms on its own timer",
+            "lasts 3200 ms of the store's clock, past the 3001 ms",
+            "keep it at -200266 ppm or above",
+        ],
+    );
+    parsed("[clocks]\ndrift_ppm = [-200_266, 0]\n").unwrap_or_else(|err| panic!("{err}"));
+    assert!(parsed("[clocks]\ndrift_ppm = [-200_267, 0]\n").is_err());
+    // A longer shortest flight widens the margin.
+    let slow_flight = "[clocks]\ndrift_ppm = [-210_000, 0]\n[latency]\ncreate = [100, 200]\n\
+                       renew = [100, 200]\n";
+    parsed(slow_flight).unwrap_or_else(|err| panic!("{err}"));
 }

@@ -18,7 +18,8 @@ use leasesim::{Strategy, System};
 use leasesim_holder_lock::HolderLock;
 use leasesim_holder_lock::checkers::{Invariant, Situation};
 use leasesim_holder_lock::events::{
-    Answer, Applied, EndKind, Event, EventKind, Key, Note, Op, Phase, ReleaseKind, Request, Stamped,
+    Answer, Applied, EndKind, Event, EventKind, Forgetting, Key, Note, Op, Phase, ReleaseKind,
+    Request, Stamped,
 };
 use leasesim_rt::Feed;
 use leasesim_sim::scenario::StopAt;
@@ -28,7 +29,7 @@ type Report = RunReport<HolderLock>;
 
 /// The seed's list, each with the invariants that must name it. Written out here on purpose
 /// (not read from the catalogue) so that the catalogue cannot drift unnoticed.
-const DEFECTS: [(&str, &[Invariant]); 6] = [
+const DEFECTS: [(&str, &[Invariant]); 7] = [
     (
         "plain-delete",
         &[Invariant::DeleteOwnClaim, Invariant::NoThirdWorker],
@@ -46,6 +47,10 @@ const DEFECTS: [(&str, &[Invariant]); 6] = [
     (
         "long-lifetime",
         &[Invariant::FreshToken, Invariant::DeleteOwnClaim],
+    ),
+    (
+        "trust-from-answer",
+        &[Invariant::EffectsUnderClaim, Invariant::JobUnderClaim],
     ),
 ];
 
@@ -209,6 +214,8 @@ const PROBES: &[(&str, Probe, &str)] = &[
     ("holder-steady", EachRun(every_job_runs_under_its_claim_and_is_released), "holder-long-jobs"),
     ("holder-stop-anywhere", EachRun(a_safety_stop_lands_as_its_mode_says), "holder-steady"),
     ("holder-swarm", AcrossSeeds(swarm_switches_faults_between_seeds), "holder-steady"),
+    ("holder-volatile", EachRun(the_store_forgets_a_running_jobs_claim_and_a_renewal_says_so), "holder-steady"),
+    ("holder-slow-timers", EachRun(slow_timers_keep_their_claims_and_stop_before_the_store_forgets), "holder-steady"),
 ];
 
 fn probe_runs(name: &str) -> Vec<Report> {
@@ -418,6 +425,66 @@ fn a_safety_stop_lands_as_its_mode_says(report: &Report) -> bool {
     false
 }
 
+/// holder-volatile: the store forgets the claim of a running job (by eviction, failover or
+/// restart), and a renewal later finds the key absent or another token, and the attempt ends
+/// on it.
+fn the_store_forgets_a_running_jobs_claim_and_a_renewal_says_so(report: &Report) -> bool {
+    let mut running: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut token: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut forgot_mid_job = false;
+    for e in &report.events {
+        match (e.event.replica.map(|r| r.0), e.event.kind) {
+            (
+                Some(r),
+                EventKind::Call {
+                    request: Request::Create { token: t, .. },
+                    ..
+                },
+            ) => {
+                token.insert(r, t);
+            }
+            (Some(r), EventKind::Note(Note::JobStarted { .. })) => {
+                running.insert(r, token[&r]);
+            }
+            (Some(r), EventKind::Note(Note::AttemptEnded { .. })) => {
+                running.remove(&r);
+            }
+            (
+                None,
+                EventKind::Note(Note::Forgot {
+                    key: Key::Claim,
+                    lost: Some(held),
+                    ..
+                }),
+            ) => forgot_mid_job |= running.values().any(|&t| t == held.token),
+            _ => {}
+        }
+    }
+    let refused = kinds(report).any(|k| {
+        matches!(
+            k,
+            EventKind::Answered {
+                op: Op::Renew,
+                answer: Answer::Absent | Answer::NotHolder,
+                ..
+            }
+        )
+    });
+    forgot_mid_job && refused && ended(report, |end, _| end == EndKind::LostRefused)
+}
+
+/// holder-slow-timers: every replica's timers run slower than the store's clock; a holder
+/// renews and releases its own claim, and a job is stopped when the trust ran out on the
+/// slow timer (before the store forgot the claim).
+fn slow_timers_keep_their_claims_and_stop_before_the_store_forgets(report: &Report) -> bool {
+    let slow = kinds(report)
+        .filter(|k| matches!(k, EventKind::Note(Note::SlowTimer { .. })))
+        .count();
+    slow == report.profile.clocks.len()
+        && report.coverage.contains(Situation::SlowTimerKeptClaim)
+        && ended(report, |end, _| end == EndKind::LostNotRenewed)
+}
+
 /// One fault dimension of a run: (name, on in its drawn profile, seen in its events).
 fn dimensions(report: &Report) -> Vec<(&'static str, bool, bool)> {
     let profile = &report.profile;
@@ -456,6 +523,15 @@ fn dimensions(report: &Report) -> Vec<(&'static str, bool, bool)> {
             seen(|k| matches!(k, EventKind::Note(Note::JobFailed { .. }))),
         ),
     ];
+    for cause in Forgetting::ALL {
+        let forgot = kinds(report)
+            .any(|k| matches!(k, EventKind::Note(Note::Forgot { cause: c, .. }) if c == cause));
+        let on = profile.system.forgetting[cause.index()].probability > 0.0;
+        dims.push((cause.key(), on, forgot));
+    }
+    let slow_timer = profile.clocks.iter().any(|c| c.drift_ppm < 0);
+    let noted = seen(|k| matches!(k, EventKind::Note(Note::SlowTimer { .. })));
+    dims.push(("slow timers", slow_timer, noted));
     let left = ended(report, |_, release| release == ReleaseKind::LeftToExpire);
     dims.push((
         "no compare-and-delete",
@@ -479,8 +555,8 @@ fn dimensions(report: &Report) -> Vec<(&'static str, bool, bool)> {
     dims
 }
 
-/// holder-swarm: across the seeds, at least six fault dimensions are off (and absent) in one
-/// run and on (and present) in another.
+/// holder-swarm: across the seeds, at least nine fault dimensions are off (and absent) in one
+/// run and on (and present) in another, the store's forgetting and slow timers among them.
 fn swarm_switches_faults_between_seeds(runs: &[Report]) -> bool {
     let per_run: Vec<_> = runs.iter().map(dimensions).collect();
     let varying: Vec<&str> = (0..per_run[0].len())
@@ -492,7 +568,21 @@ fn swarm_switches_faults_between_seeds(runs: &[Report]) -> bool {
         .map(|d| per_run[0][d].0)
         .collect();
     println!("holder-swarm: switched between seeds: {varying:?}");
-    varying.len() >= 6
+    let volatile = ["evict", "failover", "store_restart", "slow timers"];
+    varying.len() >= 9 && volatile.iter().all(|d| varying.contains(d))
+}
+
+/// Which clock decides: the store's lifetime starts at the apply, on the store's clock; a
+/// worker that counts the whole lifetime on its own timer from the answer acts on claims the
+/// store has forgotten, where slow timers and pauses make the difference tell.
+#[test]
+fn trusting_the_whole_lifetime_from_the_answer_acts_on_claims_the_store_forgot() {
+    let scenarios = resolve_in("holder-slow-timers", Some("holder-lock")).unwrap();
+    let caught = names(&[Invariant::EffectsUnderClaim, Invariant::JobUnderClaim]);
+    for strategy in [Strategy::Random, Strategy::Pct { depth: 3 }] {
+        let (seeds, _) = caught_within(&scenarios, "trust-from-answer", &caught, strategy, 0);
+        assert!(seeds <= 20, "{strategy}: {seeds} seeds");
+    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The holder-lock system's runs on the HTML timeline: one lane per replica, each claim a held
-//! bar labelled with its token's serial, job steps as effect marks, a key running out on the
-//! world row, all named in the system's own words (claims, creates, job steps, keys running
-//! out), not the retention system's (leases, acquires, deletes, revocations); the document
+//! bar labelled with its token's serial, job steps as effect marks, a key running out or lost
+//! by the store on the world row, all named in the system's own words (claims, creates, job
+//! steps, keys running out), not the retention system's (leases, acquires, deletes, revocations); the document
 //! needs nothing from outside.
 
 use leasesim::Strategy;
@@ -98,4 +98,18 @@ fn the_legend_and_hover_texts_speak_of_claims_creates_and_job_steps() {
 #[test]
 fn the_same_run_draws_the_same_bytes() {
     assert!(timeline("holder-pauses", 1) == timeline("holder-pauses", 1));
+}
+
+#[test]
+fn a_key_the_store_forgot_is_drawn_on_the_world_row_in_the_systems_words() {
+    let html = timeline("holder-volatile", 0);
+    assert!(
+        html.contains("<g class=\"mx\"><title>key lost by the store"),
+        "no forgotten key is drawn"
+    );
+    let legend = legend(&html);
+    assert!(
+        legend.contains("the store lost a key without a release (eviction, failover, restart)"),
+        "the legend does not name the store's forgetting"
+    );
 }

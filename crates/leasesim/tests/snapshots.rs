@@ -78,6 +78,7 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("side-key", "holder-slow-release", 0, 25),
     ("swallowed-release", "holder-long-jobs", 0, 25),
     ("long-lifetime", "holder-long-jobs", 0, 25),
+    ("trust-from-answer", "holder-slow-timers", 0, 25),
     // reservations (seed 002)
     ("unguarded-expire", "expiry-consume-race", 0, 25),
     ("read-then-write-claim", "expiry-claim-takeover", 0, 25),

@@ -73,15 +73,9 @@ pub async fn drive(world: Rc<World<Retention>>, replica: ReplicaId) {
 
 /// Periodic revocation of the live lease by the authority (safety phase only).
 pub async fn revoker(world: Rc<World<Retention>>) {
-    let env = world.env();
     let tick = world.profile().system.revoke;
-    loop {
-        env.sleep(env.range(tick.every_ms.min, tick.every_ms.max))
-            .await;
-        if world.healed() {
-            return;
-        }
-        if env.coin(tick.probability) {
+    while let Some(strikes) = leasesim_sim::phases::next_tick(&world, tick).await {
+        if strikes {
             services::revoke(&world);
         }
     }

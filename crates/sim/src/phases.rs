@@ -5,7 +5,8 @@
 //! - *stopper*: calls `stop()` on a replica at the moment the profile's stop plan names: an
 //!   instant, while a call of a named operation is in flight, or between terms.
 //! - *tickers*: periodic process faults of one replica: pauses and clock jumps (a system adds
-//!   its own, e.g. a lease revoked by its authority, in [`System::start_faults`]).
+//!   its own, e.g. a lease revoked by its authority, in [`System::start_faults`]). Each waits
+//!   for its next tick with [`next_tick`].
 //! - *phases*: safety (faults on) for `duration_ms`, liveness (healed; stopped replicas are
 //!   restarted with fresh workers) for `liveness_ms`, then shutdown (every replica stopped,
 //!   bounded by `stop_bound_ms`), then end.
@@ -14,6 +15,7 @@ use std::rc::Rc;
 
 use leasesim_events::{Event, EventKind, Phase, ReplicaId};
 
+use crate::faults::Tick;
 use crate::scenario::StopAt;
 use crate::system::{System, WorkerFactory};
 use crate::world::World;
@@ -72,17 +74,25 @@ async fn stopper<S: System>(world: Rc<World<S>>, replica: ReplicaId) {
     stop_now(world.clone(), replica).await;
 }
 
+/// A periodic fault's next tick: sleeps a drawn period of `tick`, then `None` once faults have
+/// healed (the ticker ends), else whether the fault strikes (a coin of `tick.probability`, so
+/// value 0 of the draw is "no fault").
+pub async fn next_tick<S: System>(world: &World<S>, tick: Tick) -> Option<bool> {
+    let env = world.env();
+    env.sleep(env.range(tick.every_ms.min, tick.every_ms.max))
+        .await;
+    if world.healed() {
+        return None;
+    }
+    Some(env.coin(tick.probability))
+}
+
 /// Periodic process pauses of one replica (safety phase only).
 async fn pauser<S: System>(world: Rc<World<S>>, replica: ReplicaId) {
     let env = world.env();
     let (tick, span) = (world.profile().pause, world.profile().pause_ms);
-    loop {
-        env.sleep(env.range(tick.every_ms.min, tick.every_ms.max))
-            .await;
-        if world.healed() {
-            return;
-        }
-        if env.coin(tick.probability) {
+    while let Some(strikes) = next_tick(&world, tick).await {
+        if strikes {
             let until_ms = env.now_ms() + env.range(span.min, span.max);
             world.replica(replica).pause_until(until_ms);
             env.emit_for(replica, EventKind::Paused { until_ms });
@@ -96,13 +106,8 @@ async fn pauser<S: System>(world: Rc<World<S>>, replica: ReplicaId) {
 async fn jumper<S: System>(world: Rc<World<S>>, replica: ReplicaId) {
     let env = world.env();
     let (tick, by) = (world.profile().jump, world.profile().jump_by_ms);
-    loop {
-        env.sleep(env.range(tick.every_ms.min, tick.every_ms.max))
-            .await;
-        if world.healed() {
-            return;
-        }
-        if env.coin(tick.probability) {
+    while let Some(strikes) = next_tick(&world, tick).await {
+        if strikes {
             let by_ms = by
                 .min
                 .saturating_add_unsigned(env.range(0, by.max.abs_diff(by.min)));

@@ -10,7 +10,13 @@
 //!   checks that).
 //! - *explained overlap*: a job may start beside a running one only if the running one's
 //!   claim had run out by the time the new claim was made; anything else is the seed's
-//!   "third worker": a job let in by a release that freed a claim which was not its own.
+//!   "third worker": a job let in by a release that freed a claim which was not its own. A
+//!   claim the store forgot (eviction, failover, restart) counts as run out at that instant;
+//!   a failover that undid a renewal moves its end back to the one it had before.
+//! - *unaware start*: the store forgot the claim between its create's apply and the job's
+//!   start, before the claim would have run out; the worker cannot know, so
+//!   `job-under-claim` excuses that start (and nothing else: a start after a renewal said so,
+//!   of another attempt, or after the forgotten claim would have run out stays a violation).
 //! - *healthy holder*: in the liveness phase (faults healed), an attempt started after the
 //!   healing on a replica that is not paused.
 
@@ -18,20 +24,22 @@ use leasesim_events::{ReplicaId, mask};
 use leasesim_invariants::{At, PerReplica};
 
 use crate::HolderLock;
-use crate::events::{Event, EventKind, Note, Phase, Stamped, TokenText, notes};
+use crate::events::{EPOCH_MS, Event, EventKind, Note, Phase, Stamped, TokenText, notes};
 
 use super::facts::Facts;
 use super::track::{AttemptRef, Attempts, Change, ClaimModel, ClaimRecord};
 use super::{CheckConfig, Checker, Invariant, Violation};
 
-/// What the claim checkers read: the worker side, the store's applies and the notes.
+/// What the claim checkers read: the worker side, the store's applies and forgettings, and
+/// the notes.
 fn claim_events(kind: &EventKind) -> bool {
     let wanted = mask::CALL
         | mask::ANSWERED
         | mask::APPLIED
         | mask::RESTARTED
         | notes::ATTEMPTS
-        | notes::JOB;
+        | notes::JOB
+        | notes::FORGOT;
     kind.bit() & wanted != 0
 }
 
@@ -139,9 +147,21 @@ impl NoThirdWorker {
         NoThirdWorker::default()
     }
 
-    /// Follows the store's applies: claims made, renewed, removed.
+    /// Follows the store's applies and forgettings: claims made, renewed, removed, forgotten.
     fn applied(&mut self, event: &Stamped<Event>, facts: &Facts) {
         match facts.change() {
+            Some(Change::Forgot { lost, restored }) => {
+                // A forgotten claim ran out at the forgetting, or at its end before the
+                // renewal a failover undid.
+                let end_ms = match restored {
+                    Some(r) if r.made.seq == lost.made.seq => r.expires_at_ms,
+                    _ => EPOCH_MS + event.at_ms,
+                };
+                let victim = self.running.iter_mut().filter_map(|job| job.claim.as_mut());
+                for claim in victim.filter(|c| c.made.seq == lost.made.seq) {
+                    claim.expires_at_ms = end_ms;
+                }
+            }
             Some(Change::Renewed) => {
                 let current = facts.claims_after().current();
                 for job in &mut self.running {
@@ -240,7 +260,7 @@ impl Checker<HolderLock> for NoThirdWorker {
     }
 
     fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
-        if let EventKind::Applied { .. } = event.event.kind {
+        if let EventKind::Applied { .. } | EventKind::Note(Note::Forgot { .. }) = event.event.kind {
             self.applied(event, facts);
             return None;
         }
@@ -308,7 +328,9 @@ impl Checker<HolderLock> for JobUnderClaim {
         let model = facts.claims_after();
         let live = model.live(event.at_ms);
         let holds = live.is_some_and(|c| c.attempt == Some(open.id));
-        if open.won.is_some() && holds {
+        // An unaware start (see the module docs) is excused; nothing else is.
+        let unaware = open.lost.is_none() && model.ghost_of(open.id, event.at_ms).is_some();
+        if open.won.is_some() && (holds || unaware) {
             return None;
         }
         let why = match (&open.won, live) {

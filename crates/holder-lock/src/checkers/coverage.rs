@@ -4,8 +4,10 @@
 //! - *situation*: a moment a run may or may not reach (a claim's deadline passing while its
 //!   job runs, a rival claiming after expiry, a release finding another token...). Reaching
 //!   one proves nothing wrong; never reaching one in a campaign means it tested nothing there.
-//! - Coverage is not a checker: it may read the store's own `Expired` notes and the workers'
-//!   reports as they are.
+//! - Coverage is not a checker: it may read the store's own `Expired`, `Forgot` and
+//!   `SlowTimer` notes and the workers' reports as they are.
+//! - *forgotten job*: a running job whose claim the store forgot (`Forgot` of its token), up
+//!   to the answer of its attempt's next renewal that is not `renewed`.
 
 use std::fmt;
 
@@ -13,7 +15,8 @@ use leasesim_events::ReplicaId;
 use leasesim_invariants::{PerReplica, SituationName};
 
 use crate::events::{
-    Applied, EndKind, Event, EventKind, Key, Note, Op, ReleaseKind, Request, Stamped,
+    Answer, Applied, EndKind, Event, EventKind, Forgetting, Key, Note, Op, ReleaseKind, Request,
+    Stamped,
 };
 
 use super::track::is_release;
@@ -45,10 +48,33 @@ pub enum Situation {
     JobFailed,
     /// A release on a store without compare-and-delete left the claim to run out.
     LeftToExpire,
+    /// The store forgot a claim while its job was running.
+    ClaimLostMidJob,
+    /// The store evicted the claim key.
+    ClaimEvicted,
+    /// A failover lost a live claim, or undid its renewal.
+    FailoverLostWrite,
+    /// The store restarted without persistence.
+    StoreRestarted,
+    /// A job step after the store forgot its claim, before a renewal said so.
+    StepBeforeLearning,
+    /// A job was stopped because a renewal found the key absent.
+    RenewalFoundAbsent,
+    /// A job was stopped because a renewal found another attempt's token.
+    RenewalFoundForeign,
+    /// Two jobs ran at once: the second claimed after the store forgot the first one's claim.
+    OverlapAfterLoss,
+    /// A holder whose timers run slower than the store's clock renewed its claim and released
+    /// it as its own.
+    SlowTimerKeptClaim,
+    /// A replica's process paused while its job ran.
+    PauseDuringJob,
+    /// A job started on a claim the store had forgotten after its create won.
+    StartOnForgottenClaim,
 }
 
 impl Situation {
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 23;
 
     pub const ALL: [Situation; Situation::COUNT] = [
         Situation::DeadlineMidJob,
@@ -63,6 +89,17 @@ impl Situation {
         Situation::ReplyLostAfterApply,
         Situation::JobFailed,
         Situation::LeftToExpire,
+        Situation::ClaimLostMidJob,
+        Situation::ClaimEvicted,
+        Situation::FailoverLostWrite,
+        Situation::StoreRestarted,
+        Situation::StepBeforeLearning,
+        Situation::RenewalFoundAbsent,
+        Situation::RenewalFoundForeign,
+        Situation::OverlapAfterLoss,
+        Situation::SlowTimerKeptClaim,
+        Situation::PauseDuringJob,
+        Situation::StartOnForgottenClaim,
     ];
 
     pub fn name(self) -> &'static str {
@@ -79,6 +116,17 @@ impl Situation {
             Situation::ReplyLostAfterApply => "reply-lost-after-apply",
             Situation::JobFailed => "job-failed",
             Situation::LeftToExpire => "left-to-expire",
+            Situation::ClaimLostMidJob => "claim-lost-mid-job",
+            Situation::ClaimEvicted => "claim-evicted",
+            Situation::FailoverLostWrite => "failover-lost-write",
+            Situation::StoreRestarted => "store-restarted",
+            Situation::StepBeforeLearning => "step-before-learning",
+            Situation::RenewalFoundAbsent => "renewal-found-absent",
+            Situation::RenewalFoundForeign => "renewal-found-foreign",
+            Situation::OverlapAfterLoss => "overlap-after-loss",
+            Situation::SlowTimerKeptClaim => "slow-timer-kept-claim",
+            Situation::PauseDuringJob => "pause-during-job",
+            Situation::StartOnForgottenClaim => "start-on-forgotten-claim",
         }
     }
 
@@ -103,6 +151,36 @@ impl Situation {
             Situation::JobFailed => "a job step failed",
             Situation::LeftToExpire => {
                 "a store without compare-and-delete: a release left its claim to run out"
+            }
+            Situation::ClaimLostMidJob => {
+                "the store forgot a claim (eviction, failover, restart) while its job ran"
+            }
+            Situation::ClaimEvicted => "the store evicted the claim key under memory pressure",
+            Situation::FailoverLostWrite => {
+                "a failover lost a live claim or undid its renewal (the replica lacked the write)"
+            }
+            Situation::StoreRestarted => "the store restarted without persistence",
+            Situation::StepBeforeLearning => {
+                "a job step after the store forgot its claim, before a renewal said so (no \
+                 worker can prevent it)"
+            }
+            Situation::RenewalFoundAbsent => {
+                "a job was stopped because its renewal found the key absent"
+            }
+            Situation::RenewalFoundForeign => {
+                "a job was stopped because its renewal found another attempt's token"
+            }
+            Situation::OverlapAfterLoss => {
+                "two jobs ran at once: the second claimed after the store forgot the first's claim"
+            }
+            Situation::SlowTimerKeptClaim => {
+                "a holder whose timers run slower than the store's clock renewed and released its \
+                 own claim"
+            }
+            Situation::PauseDuringJob => "a replica's process paused while its job ran",
+            Situation::StartOnForgottenClaim => {
+                "a job started on a claim the store forgot after the create won, before the \
+                 worker could know"
             }
         }
     }
@@ -138,8 +216,21 @@ pub type SituationSet = leasesim_invariants::SituationSet<Situation>;
 struct Side {
     /// The token of its open attempt's create, while its job runs.
     job_token: Option<u64>,
+    /// Its running job is a forgotten job (see the module docs).
+    forgotten: bool,
+    /// The store forgot its open attempt's claim before the job started.
+    forgotten_before_job: bool,
     /// Creates in flight.
     creating: Vec<u64>,
+    /// Renewals of its open attempt in flight.
+    renewing: Vec<u64>,
+    /// The answer to its open attempt's last answered renewal.
+    renewal: Option<Answer>,
+    /// Its open attempt had a renewal granted.
+    renewed: bool,
+    /// Its timers run slower than the store's clock (kept across restarts: the clock is the
+    /// replica's).
+    slow_timer: bool,
 }
 
 /// The situations one run reached.
@@ -177,10 +268,37 @@ impl Coverage {
                     self.reach(Situation::DeadlineMidJob);
                 }
             }
+            EventKind::Note(Note::Forgot { key, cause, lost }) => self.forgot(key, cause, lost),
             _ => {}
         }
         if let Some(replica) = event.event.replica {
             self.replica_event(replica, event);
+        }
+    }
+
+    /// The store forgot `key` (see `Note::Forgot`).
+    fn forgot(&mut self, key: Key, cause: Forgetting, lost: Option<crate::events::Held>) {
+        match cause {
+            Forgetting::Eviction => self.reach(Situation::ClaimEvicted),
+            Forgetting::Failover if lost.is_some() => self.reach(Situation::FailoverLostWrite),
+            Forgetting::Failover => {}
+            Forgetting::Restart => self.reach(Situation::StoreRestarted),
+        }
+        let Some(lost) = lost.filter(|_| key == Key::Claim) else {
+            return;
+        };
+        let mut mid_job = false;
+        for (replica, token) in self.tokens.iter() {
+            let side = self.sides.at(replica);
+            if side.job_token == Some(lost.token) {
+                side.forgotten = true;
+                mid_job = true;
+            } else if side.job_token.is_none() && *token == Some(lost.token) {
+                side.forgotten_before_job = true;
+            }
+        }
+        if mid_job {
+            self.reach(Situation::ClaimLostMidJob);
         }
     }
 
@@ -209,6 +327,15 @@ impl Coverage {
                 op: Op::Create,
                 ..
             } => self.sides.at(replica).creating.retain(|c| *c != call),
+            EventKind::Call {
+                call,
+                request: Request::Renew { .. },
+            } => self.sides.at(replica).renewing.push(call),
+            EventKind::Answered {
+                call,
+                op: Op::Renew,
+                answer,
+            } => self.renewal_answered(replica, call, answer),
             EventKind::Call { request, .. } if is_release(&request) => {
                 self.sides.at(replica).job_token = None;
             }
@@ -221,36 +348,106 @@ impl Coverage {
                     self.reach(Situation::StopDuringCreate);
                 }
             }
-            EventKind::Restarted => *self.sides.at(replica) = Side::default(),
+            EventKind::Paused { .. } if self.sides.at(replica).job_token.is_some() => {
+                self.reach(Situation::PauseDuringJob);
+            }
+            EventKind::Restarted => {
+                let slow_timer = self.sides.at(replica).slow_timer;
+                *self.sides.at(replica) = Side {
+                    slow_timer,
+                    ..Side::default()
+                };
+            }
             EventKind::Note(note) => self.note(replica, note),
             _ => {}
         }
     }
 
+    /// A renewal of `replica`'s open attempt was answered.
+    fn renewal_answered(&mut self, replica: ReplicaId, call: u64, answer: Answer) {
+        let side = self.sides.at(replica);
+        let Some(index) = side.renewing.iter().position(|c| *c == call) else {
+            return;
+        };
+        side.renewing.swap_remove(index);
+        side.renewal = Some(answer);
+        match answer {
+            Answer::Renewed => side.renewed = true,
+            _ => side.forgotten = false,
+        }
+    }
+
     fn note(&mut self, replica: ReplicaId, note: Note) {
         match note {
-            Note::JobStarted { .. } => {
-                let running = self.sides.iter().any(|(_, side)| side.job_token.is_some());
-                if running {
-                    self.reach(Situation::OverlapAfterExpiry);
-                }
-                let token = *self.tokens.at(replica);
-                self.sides.at(replica).job_token = token;
+            Note::JobStarted { .. } => self.job_started(replica),
+            Note::JobStep { .. } if self.sides.at(replica).forgotten => {
+                self.reach(Situation::StepBeforeLearning);
             }
-            Note::JobFinished { .. } => self.sides.at(replica).job_token = None,
+            Note::JobFinished { .. } => self.job_over(replica),
             Note::JobFailed { .. } => {
-                self.sides.at(replica).job_token = None;
+                self.job_over(replica);
                 self.reach(Situation::JobFailed);
             }
-            Note::AttemptEnded { end, release, .. } => {
-                self.sides.at(replica).job_token = None;
-                self.ended(end, release);
+            Note::AttemptStarted { .. } => {
+                let side = self.sides.at(replica);
+                (side.renewal, side.renewed) = (None, false);
+                side.forgotten_before_job = false;
+                side.renewing.clear();
             }
+            Note::AttemptEnded { end, release, .. } => {
+                self.job_over(replica);
+                self.ended(replica, end, release);
+            }
+            Note::SlowTimer { .. } => self.sides.at(replica).slow_timer = true,
             _ => {}
         }
     }
 
-    fn ended(&mut self, end: EndKind, release: ReleaseKind) {
+    fn job_started(&mut self, replica: ReplicaId) {
+        let running = self
+            .sides
+            .iter()
+            .filter(|(_, side)| side.job_token.is_some());
+        let (mut any, mut after_loss) = (false, false);
+        for (_, side) in running {
+            any = true;
+            after_loss |= side.forgotten;
+        }
+        match (any, after_loss) {
+            (true, true) => self.reach(Situation::OverlapAfterLoss),
+            (true, false) => self.reach(Situation::OverlapAfterExpiry),
+            _ => {}
+        }
+        let token = *self.tokens.at(replica);
+        let side = self.sides.at(replica);
+        let unaware = side.forgotten_before_job;
+        (side.job_token, side.forgotten) = (token, unaware);
+        if unaware {
+            self.reach(Situation::StartOnForgottenClaim);
+        }
+    }
+
+    fn job_over(&mut self, replica: ReplicaId) {
+        let side = self.sides.at(replica);
+        (side.job_token, side.forgotten) = (None, false);
+    }
+
+    fn ended(&mut self, replica: ReplicaId, end: EndKind, release: ReleaseKind) {
+        let side = self.sides.at(replica);
+        let (renewal, renewed, slow) = (side.renewal, side.renewed, side.slow_timer);
+        match (end, renewal) {
+            (EndKind::LostRefused, Some(Answer::Absent)) => {
+                self.reach(Situation::RenewalFoundAbsent);
+            }
+            (EndKind::LostRefused, Some(Answer::NotHolder)) => {
+                self.reach(Situation::RenewalFoundForeign);
+            }
+            _ => {}
+        }
+        let own = matches!(release, ReleaseKind::Deleted | ReleaseKind::LeftToExpire);
+        if slow && renewed && own {
+            self.reach(Situation::SlowTimerKeptClaim);
+        }
         match end {
             EndKind::LostRefused | EndKind::LostFailed | EndKind::LostNotRenewed => {
                 self.reach(Situation::JobStoppedOnLoss);

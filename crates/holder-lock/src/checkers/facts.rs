@@ -2,9 +2,9 @@
 //!
 //! Terminology:
 //! - *attempts*: every replica's open attempt and the call book ([`Attempts`]).
-//! - *claim model*: the claim key as the store's applies describe it ([`ClaimModel`]), each
-//!   entry attributed to an attempt through the call book; *change*: what the event being
-//!   judged did to it (an `Applied` only).
+//! - *claim model*: the claim key as the store's applies and its `Forgot` notes describe it
+//!   ([`ClaimModel`]), each entry attributed to an attempt through the call book; *change*:
+//!   what the event being judged did to it (an `Applied`, or a `Forgot` of the claim key).
 //! - *before view*: as of the events before the one being judged; *after view*: including it.
 //!
 //! Ten checkers used to keep attempts of their own (five also a claim model), each fed only
@@ -15,7 +15,7 @@
 //! test below holds every view against private copies fed as each checker fed its own.
 
 use crate::HolderLock;
-use crate::events::{Event, EventKind, Stamped};
+use crate::events::{Event, EventKind, Key, Note, Stamped};
 
 use super::track::{Attempts, Change, ClaimModel};
 
@@ -72,6 +72,12 @@ impl leasesim_invariants::Facts<HolderLock> for Facts {
                 let by = self.after.attempt_of(call);
                 self.change = self.claims_after.applied(event, applied, by);
             }
+            // The store forgetting the claim key moves the claim model only.
+            EventKind::Note(Note::Forgot {
+                key: Key::Claim,
+                cause,
+                ..
+            }) => self.change = self.claims_after.forgot(event, cause),
             _ => self.after.observe(event),
         }
     }
@@ -80,7 +86,10 @@ impl leasesim_invariants::Facts<HolderLock> for Facts {
         match event.event.kind {
             // The apply changed no attempt, so the before view's attribution is the after
             // view's: the before model becomes the after one.
-            EventKind::Applied { .. } => self.claims_before.clone_from(&self.claims_after),
+            EventKind::Applied { .. }
+            | EventKind::Note(Note::Forgot {
+                key: Key::Claim, ..
+            }) => self.claims_before.clone_from(&self.claims_after),
             _ => self.before.observe(event),
         }
         self.change = None;
@@ -91,12 +100,17 @@ impl leasesim_invariants::Facts<HolderLock> for Facts {
     }
 }
 
-/// The shared views against private copies fed as each checker used to feed its own.
+/// The shared views against private copies fed as each checker used to feed its own, and
+/// the claim model against a reference written apart from it.
 ///
 /// Terminology:
 /// - *feed*: the kinds of event one checker read before the facts were shared (its `wants`
-///   then); its private attempts took in those events only, its private claim model the
-///   applies among them, attributed through its own call book.
+///   then); its private attempts took in those events only.
+/// - *reference*: the claim key as a log of every state it went through (`Reference`), fed
+///   every event, with calls attributed to attempts by its own plain book. It shares no code
+///   with `track`: the claim model (what the key holds, what a failover undoes, the ghosts
+///   of forgotten claims, the change an event made) is compared with it before and after
+///   every event.
 /// - *summary*: what a view tells a checker, as plain values (events by seq). An attempt's
 ///   job fields are compared only for feeds that took job notes in: a checker fed without
 ///   them never read them.
@@ -108,9 +122,11 @@ mod tests {
     use leasesim_invariants::Facts as _;
     use proptest::prelude::*;
 
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::checkers::track::{AttemptRef, ClaimRecord};
-    use crate::events::{Answer, Applied, EPOCH_MS, EndKind, Held, Key, Note, Op, Phase};
+    use crate::events::{Answer, Applied, EPOCH_MS, EndKind, Forgetting, Held, Note, Op, Phase};
     use crate::events::{ReleaseKind, Request, notes};
 
     const CLAIM_EVENTS: u32 = mask::CALL
@@ -138,24 +154,178 @@ mod tests {
         ("stop-joins", WORKER_SIDE | mask::STOP_RESOLVED),
     ];
 
-    /// One private copy: attempts and claim model fed one feed's events.
+    /// One private copy: attempts fed one feed's events.
     #[derive(Default)]
     struct Private {
         attempts: Attempts,
-        claims: ClaimModel,
-        change: Option<Change>,
     }
 
     impl Private {
         fn feed(&mut self, event: &Stamped<Event>) {
-            self.change = None;
-            if let EventKind::Applied { call, applied } = event.event.kind {
-                let by = self.attempts.attempt_of(call);
-                self.change = self.claims.applied(event, applied, by);
-            } else {
+            if !matches!(event.event.kind, EventKind::Applied { .. }) {
                 self.attempts.observe(event);
             }
         }
+    }
+
+    /// A claim entry as the reference keeps it: token, attempt, the seq of the apply that
+    /// made it, lifetime end (store clock).
+    type Rec = (u64, Option<AttemptRef>, u64, u64);
+
+    fn live(rec: Option<Rec>, at_ms: u64) -> Option<Rec> {
+        rec.filter(|r| EPOCH_MS + at_ms < r.3)
+    }
+
+    /// The claim key written plainly (see the module docs).
+    #[derive(Default)]
+    struct Reference {
+        /// Every state of the key, oldest first; the last is what it holds.
+        states: Vec<Option<Rec>>,
+        /// The last state came from a request's write (a failover may go back one state).
+        undoable: bool,
+        /// Forgotten claims with the seq of the note, never pruned.
+        ghosts: Vec<(Rec, u64)>,
+        /// Per replica, its open attempt.
+        open: BTreeMap<u16, AttemptRef>,
+        /// Per call sent and not answered, the attempt that sent it.
+        calls: BTreeMap<u64, Option<AttemptRef>>,
+        /// What the last event did, as `change` summarises one.
+        change: Option<(u8, Option<u64>, Option<AttemptRef>)>,
+    }
+
+    impl Reference {
+        fn current(&self) -> Option<Rec> {
+            self.states.last().copied().flatten()
+        }
+
+        fn write(&mut self, state: Option<Rec>) {
+            self.states.push(state);
+            self.undoable = true;
+        }
+
+        fn feed(&mut self, event: &Stamped<Event>) {
+            self.change = None;
+            let replica = event.event.replica.map(|r| r.0);
+            match event.event.kind {
+                EventKind::Note(Note::AttemptStarted { attempt }) => {
+                    if let Some(r) = replica {
+                        let id = AttemptRef {
+                            replica: ReplicaId(r),
+                            number: attempt,
+                            seq: event.seq,
+                        };
+                        self.open.insert(r, id);
+                    }
+                }
+                EventKind::Note(Note::AttemptEnded { .. }) | EventKind::Restarted => {
+                    replica.map(|r| self.open.remove(&r));
+                }
+                EventKind::Call { call, .. } => {
+                    if let Some(r) = replica {
+                        self.calls.insert(call, self.open.get(&r).copied());
+                    }
+                }
+                EventKind::Answered { call, .. } => {
+                    self.calls.remove(&call);
+                }
+                EventKind::Applied { call, applied } => self.applied(event, call, applied),
+                EventKind::Note(Note::Forgot {
+                    key: Key::Claim,
+                    cause,
+                    ..
+                }) => self.forgot(event, cause),
+                _ => {}
+            }
+        }
+
+        fn applied(&mut self, event: &Stamped<Event>, call: u64, applied: Applied) {
+            let by = self.calls.get(&call).copied().flatten();
+            let before = self.current();
+            let was_live = live(before, event.at_ms);
+            match applied {
+                Applied::Created {
+                    key: Key::Claim,
+                    token,
+                    expires_at_ms,
+                    ..
+                } => {
+                    self.write(Some((token, by, event.seq, expires_at_ms)));
+                    self.change = Some((0, before.map(|r| r.2), None));
+                }
+                Applied::Renewed {
+                    key: Key::Claim,
+                    expires_at_ms,
+                    ..
+                } => {
+                    if let Some((token, attempt, made, _)) = before {
+                        self.write(Some((token, attempt, made, expires_at_ms)));
+                        self.change = Some((1, None, None));
+                    }
+                }
+                Applied::Deleted {
+                    key: Key::Claim, ..
+                } => {
+                    self.write(None);
+                    self.change = was_live.map(|r| (2, Some(r.2), by));
+                }
+                Applied::Written {
+                    key: Key::Claim,
+                    token,
+                    expires_at_ms,
+                    ..
+                } => {
+                    self.write(Some((token, by, event.seq, expires_at_ms)));
+                    self.change = Some(match was_live {
+                        Some(r) => (2, Some(r.2), by),
+                        None => (0, None, None),
+                    });
+                }
+                _ => {}
+            }
+        }
+
+        fn forgot(&mut self, event: &Stamped<Event>, cause: Forgetting) {
+            let lost = live(self.current(), event.at_ms);
+            let back = self.states.len().checked_sub(2).map(|i| self.states[i]);
+            let restored = match (cause, self.undoable) {
+                (Forgetting::Failover, true) => live(back.flatten(), event.at_ms),
+                _ => None,
+            };
+            self.states.push(restored);
+            self.undoable = false;
+            let Some(lost) = lost else {
+                return;
+            };
+            self.change = Some((3, Some(lost.2), None));
+            let kept = restored.is_some_and(|r| r.2 == lost.2 && r.3 >= lost.3);
+            if !kept {
+                self.ghosts.push((lost, event.seq));
+            }
+        }
+
+        /// The ghosts whose claim would still be live at `at_ms`, sorted.
+        fn ghosts_at(&self, at_ms: u64) -> Vec<(Rec, u64)> {
+            let mut ghosts: Vec<_> = self
+                .ghosts
+                .iter()
+                .filter(|(rec, _)| EPOCH_MS + at_ms < rec.3)
+                .copied()
+                .collect();
+            ghosts.sort_unstable_by_key(|(rec, seq)| (*seq, rec.2));
+            ghosts
+        }
+    }
+
+    /// The claim model's answers in the reference's terms: what the key holds, and the live
+    /// ghosts at `at_ms`.
+    fn model_view(model: &ClaimModel, at_ms: u64) -> (Option<Rec>, Vec<(Rec, u64)>) {
+        let current = record(model.current());
+        let mut ghosts: Vec<_> = model
+            .ghosts_at(at_ms)
+            .filter_map(|g| record(Some(&g.record)).map(|rec| (rec, g.forgot.seq)))
+            .collect();
+        ghosts.sort_unstable_by_key(|(rec, seq)| (*seq, rec.2));
+        (current, ghosts)
     }
 
     type OpenSummary = (
@@ -224,6 +394,8 @@ mod tests {
             Change::Made { previous } => (0, previous.as_ref().map(|r| r.made.seq), None),
             Change::Renewed => (1, None, None),
             Change::Removed { removed, by } => (2, Some(removed.made.seq), *by),
+            // What a forgetting restored is what the key holds after it (compared apart).
+            Change::Forgot { lost, .. } => (3, Some(lost.made.seq), None),
         })
     }
 
@@ -240,8 +412,10 @@ mod tests {
         Stop(u16, bool),
         Paused(u16, u64),
         Healed,
+        /// The store forgets a key (a world note): cause, key.
+        Forgot(u8, u8),
         /// A kind no view reacts to: an expiry note, a rejected call, a lost reply, clock and
-        /// task events.
+        /// task events, a failover's `Reverted` note.
         Other(u16, u8, usize),
     }
 
@@ -260,7 +434,8 @@ mod tests {
             1 => (r.clone(), any::<bool>()).prop_map(|(r, s)| Step::Stop(r, s)),
             1 => (r.clone(), 1u64..200).prop_map(|(r, d)| Step::Paused(r, d)),
             1 => Just(Step::Healed),
-            2 => (r, 0u8..8, any::<usize>()).prop_map(|(r, o, c)| Step::Other(r, o, c)),
+            2 => (0u8..3, 0u8..3).prop_map(|(c, k)| Step::Forgot(c, k)),
+            2 => (r, 0u8..9, any::<usize>()).prop_map(|(r, o, c)| Step::Other(r, o, c)),
         ]
     }
 
@@ -357,7 +532,26 @@ mod tests {
             4 => EventKind::TimerSet { duration_ms: 5 },
             5 => EventKind::Resumed,
             6 => EventKind::ClockJumped { by_ms: -2 },
+            7 => EventKind::Note(Note::Reverted {
+                key: Key::Claim,
+                held,
+                expires_at_ms: EPOCH_MS,
+            }),
             _ => EventKind::TaskStarted { task: 1, name: "t" },
+        }
+    }
+
+    /// The event of a world step.
+    fn world_kind(step: &Step) -> EventKind {
+        match *step {
+            Step::Forgot(cause, key) => {
+                // Mostly the claim key: the holder record moves no view.
+                let key = if key == 0 { Key::Holder } else { Key::Claim };
+                let cause = Forgetting::ALL[usize::from(cause)];
+                let lost = None;
+                EventKind::Note(Note::Forgot { key, cause, lost })
+            }
+            _ => EventKind::Phase(Phase::Liveness),
         }
     }
 
@@ -410,11 +604,8 @@ mod tests {
                     let (call, op) = pick(c).map_or((0, Op::Get), |(call, r)| (call, r.op()));
                     (r, other_kind(other, call, op, ReplicaId(r)))
                 }
-                Step::Healed => {
-                    let event = Event {
-                        replica: None,
-                        kind: EventKind::Phase(Phase::Liveness),
-                    };
+                Step::Healed | Step::Forgot(..) => {
+                    let event = Event::world(world_kind(step));
                     events.push(Stamped { seq, at_ms, event });
                     continue;
                 }
@@ -429,43 +620,37 @@ mod tests {
     }
 
     /// At every event, the before view equals each feed's private copy before the event, and
-    /// the after view (and the change) its copy after it.
+    /// the after view its copy after it; the claim model and the change equal the reference's.
     fn check(events: &[Stamped<Event>]) -> Result<(), TestCaseError> {
         let mut facts = Facts::default();
         let mut private: Vec<Private> = FEEDS.iter().map(|_| Private::default()).collect();
+        let mut reference = Reference::default();
         for event in events {
             facts.enter(event);
+            let at_ms = event.at_ms;
+            let expected = (reference.current(), reference.ghosts_at(at_ms));
+            let before = model_view(facts.claims_before(), at_ms);
+            prop_assert_eq!(before, expected, "claims before {}", event.seq);
+            reference.feed(event);
+            let expected = (reference.current(), reference.ghosts_at(at_ms));
+            let after = model_view(facts.claims_after(), at_ms);
+            prop_assert_eq!(after, expected, "claims after {}", event.seq);
+            prop_assert_eq!(
+                change(facts.change()),
+                reference.change,
+                "change {}",
+                event.seq
+            );
             for ((name, feed), copy) in FEEDS.iter().zip(&mut private) {
-                let fed = event.event.kind.bit() & feed != 0;
                 let jobs = feed & notes::JOB != 0;
                 let view = |attempts: &Attempts| summary(attempts, jobs);
-                prop_assert_eq!(
-                    view(facts.before()),
-                    view(&copy.attempts),
-                    "{} before {}",
-                    name,
-                    event.seq
-                );
-                let before = record(facts.claims_before().current());
-                if feed & mask::APPLIED != 0 {
-                    prop_assert_eq!(before, record(copy.claims.current()), "{}", name);
-                }
-                if fed {
+                let (seq, copied) = (event.seq, view(&copy.attempts));
+                prop_assert_eq!(view(facts.before()), copied, "{} before {}", name, seq);
+                if event.event.kind.bit() & feed != 0 {
                     copy.feed(event);
                 }
-                prop_assert_eq!(
-                    view(facts.after()),
-                    view(&copy.attempts),
-                    "{} after {}",
-                    name,
-                    event.seq
-                );
-                if feed & mask::APPLIED != 0 {
-                    let after = record(facts.claims_after().current());
-                    prop_assert_eq!(after, record(copy.claims.current()), "{}", name);
-                    let changed = fed.then(|| change(copy.change.as_ref())).flatten();
-                    prop_assert_eq!(change(facts.change()), changed, "{}", name);
-                }
+                let copied = view(&copy.attempts);
+                prop_assert_eq!(view(facts.after()), copied, "{} after {}", name, seq);
             }
             facts.leave(event);
         }

@@ -66,11 +66,12 @@ impl Invariant {
                 "a delete (or overwrite) of the claim removes only a claim its own attempt created"
             }
             Invariant::NoThirdWorker => {
-                "a job starts beside a running one only after that one's claim ran out: no \
-                 release frees a live claim of another attempt"
+                "a job starts beside a running one only after that one's claim ran out (or the \
+                 store forgot it): no release frees a live claim of another attempt"
             }
             Invariant::JobUnderClaim => {
-                "a job starts only while its attempt holds the key, after its create won"
+                "a job starts only while its attempt holds the key (or unknown to it, the store \
+                 forgot it since the create won), after its create won"
             }
             Invariant::FreshToken => {
                 "every attempt creates its claim with a token no earlier attempt used, the same \
@@ -86,7 +87,8 @@ impl Invariant {
             }
             Invariant::EffectsUnderClaim => {
                 "no job step after its attempt learned the claim was lost, released it or was \
-                 stopped; with renewal on, every step lands while the claim is the attempt's"
+                 stopped; with renewal on, every step lands while the claim is the attempt's, or \
+                 before it could learn the store forgot it"
             }
             Invariant::OwnToken => {
                 "every renewal, conditional delete and write carries its attempt's own token, \

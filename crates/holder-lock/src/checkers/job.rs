@@ -9,6 +9,12 @@
 //! - *claimed effect*: with renewal on, the worker stops the job as soon as it can no longer
 //!   trust its claim, so every effect must land while the store holds the attempt's claim.
 //!   Without renewal the job runs on past its claim's deadline by design (the seed's story).
+//! - *unpreventable effect*: the one exception. When the store forgets the attempt's claim
+//!   (eviction, failover, restart: a ghost in the claim model), no worker can know before its
+//!   next renewal is answered; a step in between is excused while the forgotten claim would
+//!   still have been live. The answer that tells the worker (`not holder`, `absent`, or an
+//!   error) is a reason to stop like any other, so no step after it is excused; nor is a step
+//!   of another attempt, or one after the forgotten claim would have run out anyway.
 
 use leasesim_events::{ReplicaId, mask};
 use leasesim_invariants::{At, PerReplica};
@@ -60,6 +66,11 @@ impl EffectsUnderClaim {
                 Some(stop),
             )
         } else if self.renewal && live.is_none_or(|c| c.attempt != Some(open.id)) {
+            // The one excuse: an unpreventable effect (see the module docs).
+            let model = facts.claims_after();
+            if model.ghost_of(open.id, event.at_ms).is_some() {
+                return None;
+            }
             let held = live.map_or("nothing".into(), |c| c.describe());
             (format!("with renewal on, the store held {held}"), None)
         } else {

@@ -10,8 +10,8 @@
 use leasesim_events::{EPOCH_MS, NetFailure, ReplicaId};
 
 use crate::events::{
-    Answer, Applied, EndKind, Event, EventKind, Held, Key, Note, Op, Phase, ReleaseKind, Request,
-    Stamped,
+    Answer, Applied, EndKind, Event, EventKind, Forgetting, Held, Key, Note, Op, Phase,
+    ReleaseKind, Request, Stamped,
 };
 
 use super::{CheckConfig, Invariant, Violation};
@@ -146,6 +146,18 @@ impl Script {
         self.call(replica, request, applied, Answer::Created)
     }
 
+    /// A create of the claim answered `answer` with no apply seen (refused, or applied where
+    /// the script does not show it).
+    pub(crate) fn create_answered(&mut self, replica: ReplicaId, token: u64, answer: Answer) {
+        let request = Request::Create {
+            key: Key::Claim,
+            token,
+            lifetime_ms: LIFETIME_MS,
+        };
+        let call = self.send(replica, request);
+        self.answer(replica, call, Op::Create, answer);
+    }
+
     /// A create of the claim that loses to `held`.
     pub(crate) fn create_lost(&mut self, replica: ReplicaId, token: u64, held: Held) {
         let request = Request::Create {
@@ -175,8 +187,13 @@ impl Script {
         self.call(replica, request, applied, Answer::Renewed)
     }
 
-    /// A renewal that finds another token.
-    pub(crate) fn renew_refused(&mut self, replica: ReplicaId, token: u64, held: Held) -> u64 {
+    /// A renewal that finds another token (`held`) or, with `None`, the key absent.
+    pub(crate) fn renew_refused(
+        &mut self,
+        replica: ReplicaId,
+        token: u64,
+        held: Option<Held>,
+    ) -> u64 {
         let request = Request::Renew {
             key: Key::Claim,
             token,
@@ -184,9 +201,15 @@ impl Script {
         };
         let applied = Applied::RenewRefused {
             key: Key::Claim,
-            held: Some(held),
+            held,
         };
-        self.call(replica, request, applied, Answer::NotHolder)
+        let answer = held.map_or(Answer::Absent, |_| Answer::NotHolder);
+        self.call(replica, request, applied, answer)
+    }
+
+    /// The store forgets `key` (`lost`: the live entry it held), a world note.
+    pub(crate) fn forgot(&mut self, key: Key, cause: Forgetting, lost: Option<Held>) -> u64 {
+        self.world(EventKind::Note(Note::Forgot { key, cause, lost }))
     }
 
     /// A conditional release that deletes `removed`.

@@ -1,7 +1,7 @@
 //! Each checker on hand-built event sequences: a run that breaks its invariant is named at
 //! the right event with the right words, and the correct run breaks nothing.
 
-use crate::events::{EndKind, EventKind, Held, Key, Note, Phase, ReleaseKind, Request};
+use crate::events::{EndKind, EventKind, Forgetting, Held, Key, Note, Phase, ReleaseKind, Request};
 
 use super::testkit::{
     LIFETIME_MS, R1, R2, R3, Script, assert_broken, assert_broken_with, assert_holds,
@@ -190,7 +190,7 @@ fn effects_under_claim_names_a_step_after_a_loss_a_stop_or_past_the_claim() {
     lost.start(R1, 1);
     lost.create(R1, 1);
     job_started(&mut lost, R1);
-    lost.at(300).renew_refused(R1, 1, held(2, R2));
+    lost.at(300).renew_refused(R1, 1, Some(held(2, R2)));
     let seq = lost.note(R1, Note::JobStep { step: 1 });
     let words = [
         "r1's attempt 1's job took a step",
@@ -267,13 +267,7 @@ fn release_on_exit_names_an_attempt_that_won_and_never_released() {
 
     let mut failed_create = Script::new();
     failed_create.start(R1, 1);
-    let create = Request::Create {
-        key: Key::Claim,
-        token: 1,
-        lifetime_ms: LIFETIME_MS,
-    };
-    let call = failed_create.send(R1, create);
-    failed_create.answer(R1, call, crate::events::Op::Create, failed());
+    failed_create.create_answered(R1, 1, failed());
     failed_create.end(R1, 1, EndKind::CreateFailed, ReleaseKind::None, 0);
     assert_holds(Invariant::ReleaseOnExit, &failed_create);
 }
@@ -337,4 +331,153 @@ fn liveness_names_an_attempt_past_its_bound_and_a_stop_that_never_returned() {
     let seq = stop.at(100).on(R2, EventKind::StopCalled);
     let words = ["r2's stop() was called at t=100ms"];
     assert_broken_with(Invariant::Liveness, &config(), &stop, seq, &words);
+}
+
+// --- the store forgets: what no worker can prevent is excused, nothing else --------------
+
+/// r1 claims at 0 (until 1002) and starts its job.
+fn r1_working() -> Script {
+    let mut script = Script::new();
+    script.start(R1, 1);
+    script.create(R1, 1);
+    job_started(&mut script, R1);
+    script
+}
+
+/// r1 at work; at 200 the store evicts its claim.
+fn evicted() -> Script {
+    let mut script = r1_working();
+    script
+        .at(200)
+        .forgot(Key::Claim, Forgetting::Eviction, Some(held(1, R1)));
+    script
+}
+
+/// r1 at work renews at 500 (until 1502); at 600 a failover undoes that renewal: its claim
+/// runs out at 1002 again.
+fn renewal_undone() -> Script {
+    let mut script = r1_working();
+    script.at(500).renew(R1, 1);
+    script
+        .at(600)
+        .forgot(Key::Claim, Forgetting::Failover, Some(held(1, R1)));
+    script
+}
+
+#[test]
+fn effects_under_claim_excuses_a_step_only_until_the_attempt_learns_its_claim_was_forgotten() {
+    // Removing the excuse fails this: the step lands on an absent key.
+    let mut unaware = evicted();
+    unaware.at(300).note(R1, Note::JobStep { step: 1 });
+    assert_holds(Invariant::EffectsUnderClaim, &unaware);
+
+    // After the renewal said so, no step (an excuse that outlived the answer fails this).
+    let mut learned = evicted();
+    learned.at(400).renew_refused(R1, 1, None);
+    let seq = learned.note(R1, Note::JobStep { step: 1 });
+    let words = ["renewal found the claim gone or failed"];
+    assert_broken(Invariant::EffectsUnderClaim, &learned, seq, &words);
+
+    // Past the end the forgotten claim would have had anyway (an excuse without that end
+    // fails this).
+    let mut late = evicted();
+    let seq = late.at(1_100).note(R1, Note::JobStep { step: 1 });
+    let words = ["with renewal on, the store held nothing"];
+    assert_broken(Invariant::EffectsUnderClaim, &late, seq, &words);
+
+    // Another attempt's step is not excused by r1's forgotten claim: r2's claim was deleted
+    // by r3, not forgotten by the store.
+    let mut other = evicted();
+    other.at(250).start(R2, 1);
+    other.create(R2, 2);
+    job_started(&mut other, R2);
+    other.at(280).blind_delete(R3, held(2, R2));
+    let seq = other.at(300).note(R2, Note::JobStep { step: 1 });
+    assert_broken(Invariant::EffectsUnderClaim, &other, seq, &["held nothing"]);
+}
+
+#[test]
+fn effects_under_claim_excuses_a_renewal_a_failover_undid_up_to_the_end_it_would_have_had() {
+    let mut script = renewal_undone();
+    script.at(1_100).note(R1, Note::JobStep { step: 1 });
+    assert_holds(Invariant::EffectsUnderClaim, &script);
+    let seq = script.at(1_502).note(R1, Note::JobStep { step: 2 });
+    let words = ["the store held nothing"];
+    assert_broken(Invariant::EffectsUnderClaim, &script, seq, &words);
+}
+
+#[test]
+fn job_under_claim_excuses_a_start_the_store_forgot_the_claim_before_and_nothing_else() {
+    let forgotten_before_start = |at_ms: u64| {
+        let mut script = Script::new();
+        script.start(R1, 1);
+        script.create(R1, 1);
+        script.forgot(Key::Claim, Forgetting::Restart, Some(held(1, R1)));
+        script.at(at_ms);
+        script
+    };
+    // Removing the excuse fails this: the key is absent at the start.
+    let mut unaware = forgotten_before_start(10);
+    job_started(&mut unaware, R1);
+    assert_holds(Invariant::JobUnderClaim, &unaware);
+
+    let mut late = forgotten_before_start(1_100);
+    let seq = job_started(&mut late, R1);
+    assert_broken(
+        Invariant::JobUnderClaim,
+        &late,
+        seq,
+        &["the key was absent"],
+    );
+
+    let mut learned = forgotten_before_start(10);
+    learned.renew_refused(R1, 1, None);
+    let seq = job_started(&mut learned, R1);
+    assert_broken(
+        Invariant::JobUnderClaim,
+        &learned,
+        seq,
+        &["the key was absent"],
+    );
+
+    let mut other = forgotten_before_start(10);
+    other.start(R2, 1);
+    other.create_answered(R2, 2, crate::events::Answer::Created);
+    let seq = job_started(&mut other, R2);
+    assert_broken(Invariant::JobUnderClaim, &other, seq, &["r2's attempt 1"]);
+}
+
+#[test]
+fn no_third_worker_counts_a_forgotten_claim_as_run_out_at_the_forgetting_and_no_earlier() {
+    // Eviction at 200, the rival's claim at 400: explained (removing the rule fails this).
+    let mut evicted_first = evicted();
+    evicted_first.at(400).start(R2, 1);
+    evicted_first.create(R2, 2);
+    job_started(&mut evicted_first, R2);
+    assert_holds(Invariant::NoThirdWorker, &evicted_first);
+
+    // A forgotten holder record ends no claim.
+    let mut holder_key = r1_working();
+    holder_key
+        .at(200)
+        .forgot(Key::Holder, Forgetting::Restart, Some(held(1, R1)));
+    holder_key.at(400).start(R2, 1);
+    holder_key.create(R2, 2);
+    let seq = job_started(&mut holder_key, R2);
+    let words = ["until t=1002ms", "still in the store"];
+    assert_broken(Invariant::NoThirdWorker, &holder_key, seq, &words);
+
+    // A failover that undid r1's renewal at 600 ends r1's claim at 1002, not at 600.
+    let undone = |rival_ms: u64| {
+        let mut script = renewal_undone();
+        script.at(rival_ms).start(R2, 1);
+        script.create(R2, 2);
+        let seq = job_started(&mut script, R2);
+        (script, seq)
+    };
+    let (after_end, _) = undone(1_100);
+    assert_holds(Invariant::NoThirdWorker, &after_end);
+    let (before_end, seq) = undone(800);
+    let words = ["would have held the key until t=1002ms"];
+    assert_broken(Invariant::NoThirdWorker, &before_end, seq, &words);
 }

@@ -12,16 +12,24 @@
 //!   worker of this system gives its claim back or checks it at the end).
 //! - *call book*: each call's attempt and request, from `Call` to `Answered`; an `Applied` is
 //!   attributed through it.
-//! - *claim model*: the claim key as the store's `Applied` events describe it, with each
-//!   entry's creating attempt and lifetime end; liveness is worked out from the event's time
-//!   (`EPOCH_MS` + virtual time), never from the store's `Expired` notes.
+//! - *claim model*: the claim key as the store's `Applied` events and its `Forgot` notes
+//!   describe it, with each entry's creating attempt and lifetime end; liveness is worked out
+//!   from the event's time (`EPOCH_MS` + virtual time), never from the store's `Expired`
+//!   notes. The model keeps what the key held before its last write itself, and undoes that
+//!   write at a failover's `Forgot` (the store's `Reverted` note is for readers only).
+//! - *ghost*: a claim the store forgot (lost, or a renewal undone) while it would still have
+//!   been live: the record as it was, with the lifetime end it would have had, and the note.
+//!   Until that end the ghost's attempt may not know its claim is gone; the checkers excuse
+//!   exactly what that attempt could not have prevented (see `claims` and `job`).
 
 use std::fmt;
 
 use leasesim_events::{EPOCH_MS, ReplicaId};
 use leasesim_invariants::PerReplica;
 
-use crate::events::{Answer, Applied, Event, EventKind, Key, Note, Request, Stamped, TokenText};
+use crate::events::{
+    Answer, Applied, Event, EventKind, Forgetting, Key, Note, Request, Stamped, TokenText,
+};
 
 /// An attempt's identity (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -269,12 +277,33 @@ pub enum Change {
         removed: ClaimRecord,
         by: Option<AttemptRef>,
     },
+    /// The store forgot the live entry `lost` without a release; `restored`: the live entry
+    /// the key holds again after a failover (`lost` itself with its earlier lifetime end
+    /// when the failover undid a renewal).
+    Forgot {
+        lost: ClaimRecord,
+        restored: Option<ClaimRecord>,
+    },
 }
 
-/// The claim key, per the store's applies (see the module docs).
+/// A claim the store forgot while it would still have been live (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Ghost {
+    /// The claim as it was, with the lifetime end it would have had.
+    pub record: ClaimRecord,
+    /// The store's `Forgot` note.
+    pub forgot: Stamped<Event>,
+}
+
+/// The claim key, per the store's applies and forgettings (see the module docs).
 #[derive(Clone, Debug, Default)]
 pub struct ClaimModel {
     current: Option<ClaimRecord>,
+    /// What the key held before its last write (`None`: nothing to undo).
+    before_write: Option<Option<ClaimRecord>>,
+    /// Forgotten claims, pruned of those whose lifetime would have ended by the last
+    /// forgetting.
+    ghosts: Vec<Ghost>,
 }
 
 impl ClaimModel {
@@ -286,6 +315,56 @@ impl ClaimModel {
     /// The live entry at virtual instant `at_ms`.
     pub fn live(&self, at_ms: u64) -> Option<&ClaimRecord> {
         self.current.as_ref().filter(|record| record.live_at(at_ms))
+    }
+
+    /// The ghost of `attempt`'s claim that would still be live at `at_ms`, if any: the store
+    /// forgot that claim without the attempt's release, before its lifetime would have ended.
+    pub fn ghost_of(&self, attempt: AttemptRef, at_ms: u64) -> Option<&Ghost> {
+        self.ghosts
+            .iter()
+            .rev()
+            .find(|g| g.record.attempt == Some(attempt) && g.record.live_at(at_ms))
+    }
+
+    /// Every ghost that would still be live at `at_ms` (the facts' test compares them).
+    #[cfg(test)]
+    pub fn ghosts_at(&self, at_ms: u64) -> impl Iterator<Item = &Ghost> {
+        self.ghosts.iter().filter(move |g| g.record.live_at(at_ms))
+    }
+
+    /// A request's write: what the key held becomes what a failover goes back to.
+    fn written(&mut self, record: Option<ClaimRecord>) -> Option<ClaimRecord> {
+        let before = std::mem::replace(&mut self.current, record);
+        self.before_write = Some(before.clone());
+        before
+    }
+
+    /// Takes in the store's `Forgot` note of the claim key: it lost its live entry (and, for
+    /// a failover, went back to its state before its last write).
+    pub fn forgot(&mut self, event: &Stamped<Event>, cause: Forgetting) -> Option<Change> {
+        let at_ms = event.at_ms;
+        let lost = self.live(at_ms).cloned();
+        let before = self.before_write.take();
+        let restored = match cause {
+            Forgetting::Failover => before.flatten().filter(|r| r.live_at(at_ms)),
+            Forgetting::Eviction | Forgetting::Restart => None,
+        };
+        self.current = restored.clone();
+        self.ghosts.retain(|ghost| ghost.record.live_at(at_ms));
+        let lost = lost?;
+        let shortened = restored
+            .as_ref()
+            .is_none_or(|r| r.made.seq != lost.made.seq || r.expires_at_ms < lost.expires_at_ms);
+        if shortened {
+            let ghost = Ghost {
+                record: lost.clone(),
+                forgot: event.clone(),
+            };
+            self.ghosts.push(ghost);
+        }
+        // invariant: the key holds at most what the forgetting restored.
+        debug_assert!(self.current.as_ref().is_none_or(|c| c.live_at(at_ms)));
+        Some(Change::Forgot { lost, restored })
     }
 
     /// Takes in an `Applied` of a request sent by `by` (attributed through a call book).
@@ -309,7 +388,7 @@ impl ClaimModel {
                 expires_at_ms,
                 ..
             } => {
-                let previous = self.current.replace(make(token, expires_at_ms));
+                let previous = self.written(Some(make(token, expires_at_ms)));
                 Some(Change::Made { previous })
             }
             Applied::Renewed {
@@ -317,14 +396,15 @@ impl ClaimModel {
                 expires_at_ms,
                 ..
             } => {
-                let record = self.current.as_mut()?;
+                let mut record = self.current.clone()?;
                 record.expires_at_ms = expires_at_ms;
+                self.written(Some(record));
                 Some(Change::Renewed)
             }
             Applied::Deleted {
                 key: Key::Claim, ..
             } => {
-                self.current = None;
+                self.written(None);
                 live.map(|removed| Change::Removed { removed, by })
             }
             Applied::Written {
@@ -333,7 +413,7 @@ impl ClaimModel {
                 expires_at_ms,
                 ..
             } => {
-                self.current = Some(make(token, expires_at_ms));
+                self.written(Some(make(token, expires_at_ms)));
                 Some(match live {
                     Some(removed) => Change::Removed { removed, by },
                     None => Change::Made { previous: None },

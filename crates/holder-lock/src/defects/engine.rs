@@ -20,7 +20,7 @@ use holder_lock_worker::{
     TokenSource,
 };
 
-use super::flaws::{Flaws, LONGER, NO_TOKEN, ReleaseFlaw, TokenFlaw};
+use super::flaws::{Flaws, LONGER, NO_TOKEN, ReleaseFlaw, TokenFlaw, TrustFlaw};
 use crate::events::HOLDER_KEY;
 
 /// The correct worker with the defects `flaws` switches on.
@@ -163,17 +163,40 @@ impl<C: Clock, S: Store, T: TokenSource, J: Job> Engine<C, S, T, J> {
         trust
     }
 
+    /// The trust started before a create or renewal is sent (`None` for `trust-from-answer`,
+    /// which starts it once the answer arrived).
+    async fn trust_before_send(&self) -> Option<Deadline<'_>> {
+        match self.flaws.trust {
+            TrustFlaw::FromSend => Some(self.trust_from_now().await),
+            TrustFlaw::FromAnswer => None,
+        }
+    }
+
+    /// The trust once the answer arrived: the one started at the send, or
+    /// (`trust-from-answer`) one started now.
+    async fn trust_after_answer<'a>(&'a self, sent: Option<Deadline<'a>>) -> Deadline<'a> {
+        if let Some(trust) = sent {
+            return trust;
+        }
+        // defect(trust-from-answer): the whole lifetime on the worker's own timer, counted
+        // from the answer instead of four fifths from the send.
+        let mut trust = Deadline::new(self.clock.sleep(self.config.lifetime_ms));
+        trust.start().await;
+        trust
+    }
+
     /// Token, create, the job under the claim, release.
     async fn attempt(&self) -> AttemptReport {
         // invariant: the slot is ours and no stop came before this attempt began.
         debug_assert!(self.active.get() && !self.stop_requested.get());
         let token = self.token();
-        let mut trust = self.trust_from_now().await;
+        let sent = self.trust_before_send().await;
         let key = &self.config.key;
         let created = self
             .store
             .create_if_absent(key, token, self.config.lifetime_ms)
             .await;
+        let mut trust = self.trust_after_answer(sent).await;
         match created {
             Ok(true) => {}
             Ok(false) => return self.report(AttemptEnd::NotHolder, Some(token), 0, None),
@@ -248,8 +271,9 @@ impl<C: Clock, S: Store, T: TokenSource, J: Job> Engine<C, S, T, J> {
                 }
                 Either::Right((Either::Right(_), _)) => {}
             }
-            let mut candidate = self.trust_from_now().await;
+            let sent = self.trust_before_send().await;
             let outcome = self.renew(token, &mut trust, abort).await;
+            let mut candidate = self.trust_after_answer(sent).await;
             // A stop or the trust's end may have come with the answer: the job stops now.
             if self.stop_requested.get() && !job_over.get() {
                 abort.abort();

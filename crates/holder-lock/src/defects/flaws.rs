@@ -36,11 +36,25 @@ pub enum TokenFlaw {
     NoToken,
 }
 
+/// Which clock and which instant the trust in a claim is counted from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrustFlaw {
+    /// Correct: four fifths of the lifetime on the worker's timer, from the moment the create
+    /// (or renewal) was sent, so the trust ends before the store's lifetime, which started at
+    /// the apply, even on a slowish timer.
+    FromSend,
+    /// `trust-from-answer`: the whole lifetime on the worker's timer, from the moment the
+    /// answer arrived: the store's lifetime started earlier (at the apply), and a slow timer
+    /// stretches the trust further, so the worker acts on claims the store has forgotten.
+    FromAnswer,
+}
+
 /// Every switch of the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Flaws {
     pub release: ReleaseFlaw,
     pub token: TokenFlaw,
+    pub trust: TrustFlaw,
     /// `swallowed-release`: a release that found the claim gone is reported as a deletion
     /// and not counted.
     pub swallow_gone: bool,
@@ -51,6 +65,7 @@ impl Flaws {
     pub const NONE: Flaws = Flaws {
         release: ReleaseFlaw::Conditional,
         token: TokenFlaw::Fresh,
+        trust: TrustFlaw::FromSend,
         swallow_gone: false,
     };
 }

@@ -15,6 +15,7 @@
 //! | `side-key` | (the seed's "stored with the claim, not beside it") | writes the token to `job:nightly-rollup:holder` too; the release checks that key, then deletes the claim by name |
 //! | `swallowed-release` | (the seed's "the signal you should not swallow") | a release that found the claim gone is reported as a deletion, and not counted |
 //! | `long-lifetime` | thinks a longer lifetime removes the need for a holder token | no token (every claim holds `1`), a lifetime four times as long |
+//! | `trust-from-answer` | (the seed's "assumes a claim can only be gone if its holder released it", on the clock's side) | trusts its claim for the whole lifetime on its own timer, counted from the create's (or renewal's) answer instead of four fifths from the send |
 
 pub mod engine;
 pub mod flaws;
@@ -34,7 +35,7 @@ use crate::ports::{
     correct_worker,
 };
 use engine::Engine;
-use flaws::{Flaws, ReleaseFlaw, TokenFlaw};
+use flaws::{Flaws, ReleaseFlaw, TokenFlaw, TrustFlaw};
 
 /// One defective worker as the harness lists it.
 #[derive(Clone, Copy, Debug)]
@@ -121,6 +122,16 @@ pub const DEFECTS: &[DefectInfo] = &[
         caught_by: &["fresh-token", "delete-own-claim"],
         flaws: |_| Flaws {
             token: TokenFlaw::NoToken,
+            ..Flaws::NONE
+        },
+    },
+    DefectInfo {
+        name: "trust-from-answer",
+        description: "trusts its claim for the whole lifetime on its own timer, counted from \
+                      the create's or renewal's answer instead of four fifths from the send",
+        caught_by: &["effects-under-claim", "job-under-claim"],
+        flaws: |_| Flaws {
+            trust: TrustFlaw::FromAnswer,
             ..Flaws::NONE
         },
     },
