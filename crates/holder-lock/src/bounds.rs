@@ -8,8 +8,8 @@
 //!   compare-and-delete. Every bound below is about such an attempt with faults healed.
 //! - *longest attempt*: its serial round trips at the scenario's highest latencies (the
 //!   create, the renewal it waits for, the release), plus the longest job on the slowest
-//!   clock; plus, for an attempt open when faults heal, a lost reply's timeout and a pause
-//!   still running.
+//!   clock; plus, for an attempt open when faults heal, a lost request's or reply's timeout
+//!   and a pause still running.
 //! - *release operations*: `delete_if_holder` on a store with compare-and-delete, and `get`
 //!   too with `swarm` (a swarm run may take compare-and-delete away); `get` alone without it.
 //! - *trust margin*: the worker trusts its claim for four fifths of the lifetime, counted on
@@ -122,16 +122,10 @@ fn longest_attempt_ms(scenario: &Scenario) -> (u64, String) {
             " ({local_ms} ms on a clock drifting {drift_ppm} ppm)"
         ));
     }
-    if scenario
-        .faults
-        .reply_lost
-        .values()
-        .iter()
-        .any(|p| p.get() > 0.0)
-    {
+    if scenario.faults.timeouts() {
         let timeout_ms = scenario.faults.timeout_ms.get();
         total_ms += timeout_ms;
-        parts.push_str(&format!(", {timeout_ms} ms of a lost reply's timeout"));
+        parts.push_str(&format!(", {timeout_ms} ms of a lost request's or reply's timeout"));
     }
     if scenario.faults.pause.probability.get() > 0.0 {
         let pause_ms = scenario.faults.pause.duration_ms.max;

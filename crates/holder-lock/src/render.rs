@@ -435,6 +435,7 @@ pub const TIMELINE_WORDS: Words = Words {
         MarkKind::FreedNothing,
         MarkKind::Takeover,
         MarkKind::Rejected,
+        MarkKind::RequestLost,
         MarkKind::ReplyLost,
         MarkKind::StopCalled,
         MarkKind::StopResolved,

@@ -198,7 +198,7 @@ fn the_attempt_figure_counts_long_jobs_timeouts_pauses_and_a_slow_clock() {
         "bad.toml:3:20: `attempt_bound_ms` (2030 ms) is shorter",
         &[
             "3630 ms",
-            "700 ms of a lost reply's timeout",
+            "700 ms of a lost request's or reply's timeout",
             "900 ms of a pause still running",
         ],
     );
