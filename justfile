@@ -31,16 +31,19 @@ snap:
 ci:
     bash .ci/run
 
-# Mutation testing of the production core (needs `cargo install cargo-mutants`): first with the
-# fuzz campaign as the oracle, then with the core's own tests (README: mutation testing). Each
-# run checks the unmutated tree first; reports land in target/mutants/{oracle,worker}. A run
-# that misses mutants exits non-zero; the `-` lets the second run start anyway. The mutants
-# build in a target directory of their own: sharing one with the tree lets the last mutant's
-# build of retention-worker pass for fresh in the tree's next build.
-mutants:
-    mkdir -p target/mutants/oracle target/mutants/worker
-    -CARGO_TARGET_DIR="{{justfile_directory()}}/target/mutants/build" cargo mutants -p retention-worker --test-package leasesim -C --test=mutation_oracle -j 1 --timeout 150 -o target/mutants/oracle -- -- --ignored
-    CARGO_TARGET_DIR="{{justfile_directory()}}/target/mutants/build" cargo mutants -p retention-worker -j 1 --timeout 60 -o target/mutants/worker
+# Mutation testing of one system's production core (needs `cargo install cargo-mutants`;
+# docs/mutation-testing.md): `just mutants holder-lock`. First the unmutated tree must pass
+# the oracle (cargo-mutants 27.1 would check only the core's own tests there, hence
+# `--baseline=skip`); then every mutant against the fuzz campaign as the oracle, then against
+# the core's own tests. Reports land in target/mutants/SYSTEM/{oracle,tests}; a run that
+# misses mutants exits non-zero, and the `-` lets the second run start anyway. The mutants
+# build in a target directory of their own: sharing one with the tree lets the last
+# mutant's build pass for fresh in the tree's next build.
+mutants SYSTEM:
+    cargo test -p leasesim --test mutation_oracle -- --ignored --exact {{replace(SYSTEM, "-", "_")}}
+    mkdir -p target/mutants/{{SYSTEM}}/oracle target/mutants/{{SYSTEM}}/tests
+    -CARGO_TARGET_DIR="{{justfile_directory()}}/target/mutants/build" cargo mutants -p {{SYSTEM}}-worker --test-package leasesim --baseline=skip --build-timeout 900 -C --test=mutation_oracle -j 1 --timeout 300 -o target/mutants/{{SYSTEM}}/oracle -- -- --ignored --exact {{replace(SYSTEM, "-", "_")}}
+    CARGO_TARGET_DIR="{{justfile_directory()}}/target/mutants/build" cargo mutants -p {{SYSTEM}}-worker -j 1 --timeout 60 -o target/mutants/{{SYSTEM}}/tests
 
 # Lines of each production core the fuzz campaign executes, and the gaps (needs valgrind;
 # docs/core-coverage.md). Pass flags after the recipe: `just core-coverage --system retention`.
