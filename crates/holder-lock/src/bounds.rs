@@ -125,7 +125,9 @@ fn longest_attempt_ms(scenario: &Scenario) -> (u64, String) {
     if scenario.faults.timeouts() {
         let timeout_ms = scenario.faults.timeout_ms.get();
         total_ms += timeout_ms;
-        parts.push_str(&format!(", {timeout_ms} ms of a lost request's or reply's timeout"));
+        parts.push_str(&format!(
+            ", {timeout_ms} ms of a lost request's or reply's timeout"
+        ));
     }
     if scenario.faults.pause.probability.get() > 0.0 {
         let pause_ms = scenario.faults.pause.duration_ms.max;
