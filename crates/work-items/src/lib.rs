@@ -78,6 +78,7 @@ impl Judged for WorkItems {
 pub fn check_config(profile: &FaultProfile<WorkItems>) -> CheckConfig {
     CheckConfig {
         max_attempts: profile.system.worker.max_attempts,
+        max_retries: profile.system.worker.max_retries,
         renew_every_ms: profile.system.worker.renew_every_ms,
         deadline_ms: profile.system.worker.deadline_ms,
     }

@@ -320,7 +320,11 @@ fn kind() -> impl Strategy<Value = EventKind> {
             EventKind::StopCalled,
             EventKind::StopResolved,
             EventKind::Restarted,
-        ][kind as usize % 5],
+            EventKind::RequestLost {
+                call,
+                op: Op::Apply,
+            },
+        ][kind as usize % 6],
         _ => [
             EventKind::Phase(Phase::Liveness),
             EventKind::Phase(Phase::Shutdown),
@@ -363,6 +367,7 @@ proptest! {
     ) {
         let config = CheckConfig {
             max_attempts,
+            max_retries: 1,
             renew_every_ms: 1_000,
             deadline_ms: 5_000,
         };

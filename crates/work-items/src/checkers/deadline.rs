@@ -4,9 +4,10 @@
 //! - *pass start*: the worker's first clock reading after `PassStarted`; a pass measures its
 //!   deadline from it, on the worker's own clock (the store's clock decides leases, not how
 //!   long a pass may go on claiming).
-//! - *first claim*: the first claim request after a find; a claim retried after a refusal
-//!   belongs to the same decision and is not judged again. It carries the reading the worker
-//!   decided with.
+//! - *first claim*: the first claim request after a find; a claim of the same item retried
+//!   after a refusal belongs to the same decision and is not judged again. It carries the
+//!   reading the worker decided with. Any other claim (of another item, or with no find
+//!   before it) is a decision of its own and is judged.
 //! - *late claim*: a first claim carrying a reading `deadline_ms` or more past the pass start.
 
 use leasesim_events::mask;
@@ -25,6 +26,8 @@ struct Pass {
     start_ms: Option<u64>,
     /// A find was sent since the last claim request.
     found: bool,
+    /// The item of the last first claim: its retries are not judged again.
+    decided: Option<u32>,
 }
 
 /// `pass-deadline`: no first claim of a pass carries a reading past its deadline.
@@ -46,8 +49,10 @@ impl PassDeadline {
         let replica = event.event.replica?;
         let deadline_ms = self.deadline_ms;
         let pass = self.passes.at(replica);
-        let first = std::mem::replace(&mut pass.found, false);
-        let start_ms = pass.start_ms.filter(|_| first)?;
+        let found = std::mem::replace(&mut pass.found, false);
+        let retry = !found && pass.decided == Some(item);
+        pass.decided = Some(item);
+        let start_ms = pass.start_ms.filter(|_| !retry)?;
         let since_ms = now_ms.saturating_sub(start_ms);
         if since_ms < deadline_ms {
             return None;
@@ -168,5 +173,19 @@ mod tests {
         };
         s.send(R1, retry);
         assert_holds(Invariant::PassDeadline, &s);
+    }
+
+    #[test]
+    fn a_claim_of_another_item_without_a_find_is_judged_as_its_own_decision() {
+        let mut s = pass();
+        find_then_claim(&mut s, 1, DEADLINE_MS - 1);
+        let other = Request::Claim {
+            item: 2,
+            lease_ms: 1_000,
+            now_ms: EPOCH_MS + DEADLINE_MS + 50,
+        };
+        s.send(R1, other);
+        let seq = s.last_seq();
+        assert_broken(Invariant::PassDeadline, &s, seq, &["r1 claimed item 2"]);
     }
 }

@@ -238,7 +238,11 @@ mod tests {
                 3 => [
                     EventKind::Rejected { call, op: Op::Done },
                     EventKind::ReplyLost { call },
-                ][usize::from(pick % 2)],
+                    EventKind::RequestLost {
+                        call,
+                        op: Op::Apply,
+                    },
+                ][usize::from(pick % 3)],
                 _ => other(pick, at_ms),
             };
             let event = Event {

@@ -63,6 +63,9 @@ pub type CheckerSet = leasesim_invariants::CheckerSet<WorkItems, AnyChecker>;
 pub struct CheckConfig {
     /// Claims of one item before giving it up fails it.
     pub max_attempts: u32,
+    /// Retries of a call after its first transport failure (a give-back is tried this many
+    /// times more before the worker abandons it).
+    pub max_retries: u32,
     /// How long after asking for a grant, on the worker's clock, a claim is renewed.
     pub renew_every_ms: u64,
     /// How long a pass may go on claiming, on the worker's clock.
@@ -142,7 +145,7 @@ any_checker! {
     PassDeadline => PassDeadline::new,
     GiveUpPolicy => GiveUpPolicy::new,
     StopQuiesces => |_| StopQuiesces::new(),
-    StopJoins => |_| StopJoins::new(),
+    StopJoins => StopJoins::new,
     RunReport => |_| RunReport::new(),
     ItemsSettle => |_| ItemsSettle::new(),
 }

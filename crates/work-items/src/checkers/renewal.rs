@@ -65,10 +65,12 @@ impl RenewalDue {
     fn sent(&mut self, event: &Stamped<Event>, call: u64, request: Request) -> Found {
         let replica = event.event.replica?;
         let (what, item, token, now_ms) = match request {
-            Request::Claim { .. } | Request::Renew { .. } => {
+            Request::Claim { .. } | Request::PlainClaim { .. } | Request::Renew { .. } => {
                 let state = self.replicas.at(replica);
                 state.asked.insert(call, request);
-                if let Request::Claim { item, now_ms, .. } = request {
+                if let Request::Claim { item, now_ms, .. }
+                | Request::PlainClaim { item, now_ms, .. } = request
+                {
                     let latest_ms = match state.claiming {
                         Some((asked, ms)) if asked == item => ms.max(now_ms),
                         _ => now_ms,
@@ -137,7 +139,10 @@ impl RenewalDue {
             return;
         };
         match (request, answer) {
-            (Request::Claim { now_ms, .. }, Answer::Claimed(lease)) => {
+            (
+                Request::Claim { now_ms, .. } | Request::PlainClaim { now_ms, .. },
+                Answer::Claimed(lease),
+            ) => {
                 let grant_ms = match state.claiming.take() {
                     Some((item, latest_ms)) if item == lease.item => latest_ms,
                     _ => now_ms,
@@ -290,6 +295,36 @@ mod tests {
         let mut other = claimed();
         other.send(R2, chunk(5_000));
         assert_holds(Invariant::RenewalDue, &other);
+    }
+
+    /// A claim made with a plain write (a defective worker's) is followed like any other.
+    #[test]
+    fn a_plainly_written_claim_is_renewed_on_time_too() {
+        let mut s = Script::new();
+        let request = Request::PlainClaim {
+            item: 1,
+            lease_ms: LEASE_MS,
+            now_ms: EPOCH_MS,
+        };
+        let lease = crate::events::LeaseView {
+            item: 1,
+            token: 7,
+            expires_at_ms: EPOCH_MS + LEASE_MS,
+            attempt: 1,
+            chunks: 1,
+        };
+        let applied = Applied::Claimed {
+            item: 1,
+            token: 7,
+            expires_at_ms: EPOCH_MS + LEASE_MS,
+            attempt: 1,
+            chunks: 1,
+            prior: crate::events::Prior::Fresh,
+        };
+        s.round(R1, request, applied, Answer::Claimed(lease));
+        s.send(R1, chunk(RENEW_EVERY_MS));
+        let seq = s.last_seq();
+        assert_broken(Invariant::RenewalDue, &s, seq, &["without renewing"]);
     }
 
     /// A claim of item 1 asked for with the worker's clock at `clock_ms`, refused before it

@@ -14,8 +14,8 @@ use leasesim_invariants::{At, Checker, PerReplica};
 
 use super::claims::calls;
 use super::facts::Facts;
-use super::track::{Ending, Ledger};
-use super::{Invariant, Violation};
+use super::track::{Ending, Held, Ledger};
+use super::{CheckConfig, Invariant, Violation};
 use crate::events::{Event, EventKind, Op, Stamped, WorkItems};
 
 /// `stop-quiesces`: after `stop()` nothing but a release or fail is sent.
@@ -82,15 +82,21 @@ struct HeldAtStop {
 
 /// `stop-joins`: `stop()` returns only once the pass ended, nothing is in flight and the
 /// claim held at the stop was settled.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct StopJoins {
     /// Per replica: the claim its current incarnation held, unsettled, at its stop.
     held_at_stop: PerReplica<Option<HeldAtStop>>,
+    /// A give-back that failed this many times (its first try and every retry) was
+    /// abandoned for good: the worker owes no settle of it any more.
+    give_backs_allowed: u32,
 }
 
 impl StopJoins {
-    pub fn new() -> StopJoins {
-        StopJoins::default()
+    pub fn new(config: &CheckConfig) -> StopJoins {
+        StopJoins {
+            held_at_stop: PerReplica::default(),
+            give_backs_allowed: config.max_retries + 1,
+        }
     }
 }
 
@@ -123,22 +129,30 @@ fn too_early<'a>(
     ))
 }
 
-/// Follows the claim held at the stop through `event` (`ledger`: the before view).
-fn follow(held_at_stop: &mut Option<HeldAtStop>, ledger: &Ledger, event: &Stamped<Event>) {
+/// Follows the claim held at the stop through `event` (`ledger`: the before view; a give-back
+/// failed `give_backs_allowed` times was abandoned for good).
+fn follow(
+    held_at_stop: &mut Option<HeldAtStop>,
+    ledger: &Ledger,
+    event: &Stamped<Event>,
+    give_backs_allowed: u32,
+) {
     match event.event.kind {
         EventKind::StopCalled => {
-            // A claim whose release or fail was tried and ran out of retries was tried: the
-            // worker holds nothing it still owes a settle (it may already be claiming anew).
-            *held_at_stop = ledger
-                .held
-                .as_ref()
-                .filter(|held| !held.settled() && held.ending != Ending::Abandoned)
-                .map(|held| HeldAtStop {
-                    item: held.item,
-                    token: held.token,
-                    granted: held.granted.clone(),
-                    answered: false,
-                });
+            // A claim whose release or fail ran out of retries before the stop was given up
+            // for good: the worker owes it no settle (it may already be claiming anew). One
+            // with retries left is still owed.
+            let owed = |held: &&Held| {
+                !held.settled()
+                    && !(held.ending == Ending::Abandoned
+                        && held.give_backs_failed >= give_backs_allowed)
+            };
+            *held_at_stop = ledger.held.as_ref().filter(owed).map(|held| HeldAtStop {
+                item: held.item,
+                token: held.token,
+                granted: held.granted.clone(),
+                answered: false,
+            });
         }
         EventKind::Answered { call, answer, .. } => {
             let (Some(request), Some(held)) = (ledger.request_of(call), held_at_stop.as_mut())
@@ -187,7 +201,7 @@ impl Checker<WorkItems> for StopJoins {
             }
             _ => None,
         };
-        follow(held_at_stop, ledger, event);
+        follow(held_at_stop, ledger, event, self.give_backs_allowed);
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
@@ -263,10 +277,9 @@ mod tests {
         assert_holds(Invariant::StopQuiesces, &script);
     }
 
-    /// r1's fail of item 1 ran out of retries (abandoned) before the stop: the worker owes
-    /// no settle any more, so the stop may return once its pass ended.
-    #[test]
-    fn stop_joins_holds_after_a_settle_that_ran_out_of_retries() {
+    /// r1 holds item 1 and tried to fail it `failures` times, each refused in transport, then
+    /// is stopped; its pass ends and the stop returns.
+    fn stopped_after_failed_fails(failures: u32) -> (Script, u64) {
         let mut script = Script::new();
         script.at(100).pass_start(R1, 1);
         script.claim(R1, 1, 3, 1);
@@ -276,11 +289,25 @@ mod tests {
             error: ErrorCode::ProviderRefused,
             now_ms: 0,
         };
-        script.failed(R1, fail, None, NetFailure::Timeout);
+        for _ in 0..failures {
+            script.failed(R1, fail, None, NetFailure::Timeout);
+        }
         script.at(200).on(R1, EventKind::StopCalled);
         script.pass_end(R1, 1, EndKind::Stopped, PassCounts::default(), None);
-        script.on(R1, EventKind::StopResolved);
-        assert_holds(Invariant::StopJoins, &script);
+        let seq = script.on(R1, EventKind::StopResolved);
+        (script, seq)
+    }
+
+    /// With one retry allowed, a fail that failed twice was abandoned for good before the
+    /// stop: the worker owes no settle any more. After one failure a retry was still owed,
+    /// and a stop that returns without it returns too early.
+    #[test]
+    fn stop_joins_excuses_a_give_back_only_once_its_retries_ran_out() {
+        let (spent, _) = stopped_after_failed_fails(2);
+        assert_holds(Invariant::StopJoins, &spent);
+        let (owed, seq) = stopped_after_failed_fails(1);
+        let words = ["the claim it held at the stop (item 1, token 3) was neither given back"];
+        assert_broken(Invariant::StopJoins, &owed, seq, &words);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub(crate) const R2: ReplicaId = ReplicaId(1);
 pub(crate) fn config() -> CheckConfig {
     CheckConfig {
         max_attempts: 2,
+        max_retries: 1,
         renew_every_ms: RENEW_EVERY_MS,
         deadline_ms: DEADLINE_MS,
     }

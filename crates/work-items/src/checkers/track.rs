@@ -193,6 +193,8 @@ pub(crate) struct Held {
     pub ending: Ending,
     /// A release or fail of this claim was sent.
     pub settle_sent: bool,
+    /// Releases and fails of this claim that failed in transport.
+    pub give_backs_failed: u32,
 }
 
 impl Held {
@@ -209,6 +211,7 @@ impl Held {
             progressed: false,
             ending: Ending::Open,
             settle_sent: false,
+            give_backs_failed: 0,
         }
     }
 
@@ -268,6 +271,7 @@ impl Held {
             if self.ending == Ending::Open {
                 self.ending = Ending::Abandoned;
             }
+            self.give_backs_failed += 1;
             return;
         }
         let code = match failure {
@@ -276,8 +280,12 @@ impl Held {
         };
         self.failures.retain(|(known, _)| known.op() != Some(op));
         self.failures.push((code, event.clone()));
-        // invariant: one unresolved failure per operation, the newest last.
-        debug_assert!(self.failures.last().is_some_and(|(last, _)| *last == code));
+        // invariant: at most one unresolved failure per operation.
+        debug_assert!(
+            self.failures.iter().enumerate().all(|(i, (a, _))| {
+                self.failures[i + 1..].iter().all(|(b, _)| a.op() != b.op())
+            })
+        );
         if let (Request::ProviderApply { key, .. }, NetFailure::Timeout) = (request, failure) {
             self.ambiguous = Some((*key, event.clone()));
         }
