@@ -409,14 +409,15 @@ pub enum Note {
     RunStarted { run: u32 },
     /// `run()` returned (replica).
     RunEnded { run: u32, report: ReportView },
-    /// Fault: a supervisor took run `run` for hung and called `run()` again while it was
-    /// active; `end` is how that second call ended (replica).
-    SecondRun { run: u32, end: EndView },
     /// Fault: the replica's process died after a transition answered expired and before the
     /// release; its run is gone (replica).
     Killed,
     /// The store's metrics as the liveness phase ends (world).
     Metrics(MetricsView),
+    // Each variant keeps its place (its hash tag): a new one goes last.
+    /// Fault: a supervisor took run `run` for hung and called `run()` again while it was
+    /// active; `end` is how that second call ended (replica).
+    SecondRun { run: u32, end: EndView },
 }
 
 /// Note classes for checkers' interest masks (see `Vocabulary::note_class`).

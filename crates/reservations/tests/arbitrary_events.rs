@@ -196,6 +196,13 @@ fn kind(rng: &mut Lcg, call: u64) -> EventKind {
         9 => EventKind::Phase(
             [Phase::Safety, Phase::Liveness, Phase::Shutdown, Phase::End][rng.below(4) as usize],
         ),
+        10 => {
+            let op = ops[rng.below(4) as usize];
+            match rng.below(2) {
+                0 => EventKind::Rejected { call, op },
+                _ => EventKind::RequestLost { call, op },
+            }
+        }
         _ => EventKind::Note(note(rng)),
     }
 }

@@ -157,8 +157,8 @@ impl Checker<Reservations> for NoHotReclaim {
     }
 
     fn wants(&self, kind: &EventKind) -> bool {
-        kind.bit() & (mask::CALL | mask::APPLIED | mask::TIMER_SET | mask::RESTARTED) != 0
-            || matches!(kind, EventKind::Note(crate::events::Note::Killed))
+        let wanted = mask::CALL | mask::APPLIED | mask::TIMER_SET | mask::RESTARTED;
+        kind.bit() & (wanted | crate::events::notes::KILLED) != 0
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {

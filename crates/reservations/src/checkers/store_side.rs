@@ -132,8 +132,10 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
         Invariant::ExpiredOnlyWhenDue
     }
 
+    /// Calls, and what became of them at the store's end (a refused or lost transition is
+    /// forgotten, never applied).
     fn wants(&self, kind: &EventKind) -> bool {
-        store_events(kind) || kind.bit() & mask::CALL != 0
+        store_events(kind) || kind.bit() & (mask::CALL | mask::SERVICE_SIDE) != 0
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
@@ -143,6 +145,10 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
                 request: Request::Expire { now, .. },
             } => {
                 self.nows.insert(call, event.event.replica?, now);
+                None
+            }
+            EventKind::Rejected { call, .. } | EventKind::RequestLost { call, .. } => {
+                self.nows.take(call, event.event.replica);
                 None
             }
             EventKind::Applied { call, .. } => {
@@ -336,7 +342,7 @@ impl Checker<Reservations> for ReleaseOwnClaim {
     }
 
     fn wants(&self, kind: &EventKind) -> bool {
-        store_events(kind) || kind.bit() & super::WORKER_EVENTS != 0
+        store_events(kind) || kind.bit() & (super::WORKER_EVENTS | mask::SERVICE_SIDE) != 0
     }
 
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
