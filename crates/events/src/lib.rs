@@ -207,9 +207,9 @@ pub trait Vocabulary: Copy + Eq + Hash + fmt::Debug + 'static {
 
 /// One thing that happened, in any system.
 ///
-/// `Hash` is written out (below) so that every variant keeps the hash it had before
-/// `RequestLost` was added in front of `Note` (serde wants the untagged `Note` last): trace
-/// hashes stay comparable across versions.
+/// `Hash` is written out (below) with a fixed number per variant: serde wants the untagged
+/// `Note` last, so variants are not always declared in the order they were numbered, and a
+/// trace's hash must not depend on that.
 #[derive(Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", bound = "")]
 pub enum EventKind<V: Vocabulary> {
@@ -287,9 +287,18 @@ pub enum EventKind<V: Vocabulary> {
 
 impl<V: Vocabulary> Hash for EventKind<V> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        // The tag is the variant's position in the enum as it was before `RequestLost`, which
-        // takes the next free one: as a derived `Hash`, the tag (an `isize`), then the fields.
-        let tag: isize = match self {
+        // As a derived `Hash` would: the tag (an `isize`), then the fields; the tags are the
+        // fixed numbers below, so a trace's hash never depends on where a variant is declared.
+        (self.number() as isize).hash(state);
+        self.hash_fields(state);
+    }
+}
+
+impl<V: Vocabulary> EventKind<V> {
+    /// The variant's fixed number: its hash tag and, for the shared kinds but `RequestLost`,
+    /// its interest bit. Numbers never change; a new variant takes the next free one.
+    fn number(&self) -> u32 {
+        match self {
             EventKind::Phase(_) => 0,
             EventKind::Call { .. } => 1,
             EventKind::Rejected { .. } => 2,
@@ -308,9 +317,7 @@ impl<V: Vocabulary> Hash for EventKind<V> {
             EventKind::TaskEnded { .. } => 15,
             EventKind::Note(_) => 16,
             EventKind::RequestLost { .. } => 17,
-        };
-        tag.hash(state);
-        self.hash_fields(state);
+        }
     }
 }
 
@@ -349,25 +356,12 @@ impl<V: Vocabulary> EventKind<V> {
     /// note class of the system.
     pub fn bit(&self) -> u32 {
         let index = match self {
-            EventKind::Phase(_) => 0,
-            EventKind::Call { .. } => 1,
-            EventKind::Rejected { .. } => 2,
-            EventKind::Applied { .. } => 3,
-            EventKind::ReplyLost { .. } => 4,
-            EventKind::Answered { .. } => 5,
-            EventKind::ClockRead { .. } => 6,
-            EventKind::TimerSet { .. } => 7,
-            EventKind::Paused { .. } => 8,
-            EventKind::Resumed => 9,
-            EventKind::ClockJumped { .. } => 10,
-            EventKind::StopCalled => 11,
-            EventKind::StopResolved => 12,
-            EventKind::Restarted => 13,
-            EventKind::TaskStarted { .. } => 14,
-            EventKind::TaskEnded { .. } => 15,
             EventKind::RequestLost { .. } => 16,
             EventKind::Note(note) => SHARED_KINDS + V::note_class(note).min(31 - SHARED_KINDS),
+            shared => shared.number(),
         };
+        // invariant: the shared kinds take the bits below SHARED_KINDS, the notes the rest.
+        debug_assert!(matches!(self, EventKind::Note(_)) == (index >= SHARED_KINDS));
         1 << index
     }
 }
@@ -463,7 +457,189 @@ impl<V: Vocabulary> Event<V> {
 
 #[cfg(test)]
 mod tests {
+    use std::hash::{DefaultHasher, Hasher};
+
     use super::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+    struct OneOp;
+
+    impl OpSet for OneOp {
+        const ALL: &'static [OneOp] = &[OneOp];
+        fn name(self) -> &'static str {
+            "op"
+        }
+        fn index(self) -> usize {
+            0
+        }
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    struct Words;
+
+    impl Vocabulary for Words {
+        type Op = OneOp;
+        type Request = u16;
+        type Applied = u32;
+        type Answer = i8;
+        type Note = (u8, u64);
+        fn op(_: &u16) -> OneOp {
+            OneOp
+        }
+        fn failed(_: NetFailure) -> i8 {
+            -1
+        }
+        fn note_class(note: &(u8, u64)) -> u32 {
+            u32::from(note.0)
+        }
+    }
+
+    /// `EventKind` as it was declared, with the derived `Hash` its traces were hashed with.
+    #[derive(Hash)]
+    enum Declared {
+        Phase(Phase),
+        Call { call: u64, request: u16 },
+        Rejected { call: u64, op: OneOp },
+        Applied { call: u64, applied: u32 },
+        ReplyLost { call: u64 },
+        Answered { call: u64, op: OneOp, answer: i8 },
+        ClockRead { now_ms: u64 },
+        TimerSet { duration_ms: u64 },
+        Paused { until_ms: u64 },
+        Resumed,
+        ClockJumped { by_ms: i64 },
+        StopCalled,
+        StopResolved,
+        Restarted,
+        TaskStarted { task: u32, name: &'static str },
+        TaskEnded { task: u32, aborted: bool },
+        Note((u8, u64)),
+        RequestLost { call: u64, op: OneOp },
+    }
+
+    fn hash_of(value: &impl Hash) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        value.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    #[test]
+    fn every_kind_hashes_as_its_derived_declaration_in_numbered_order() {
+        let pairs: Vec<(EventKind<Words>, Declared)> = vec![
+            (
+                EventKind::Phase(Phase::Liveness),
+                Declared::Phase(Phase::Liveness),
+            ),
+            (
+                EventKind::Call {
+                    call: 7,
+                    request: 3,
+                },
+                Declared::Call {
+                    call: 7,
+                    request: 3,
+                },
+            ),
+            (
+                EventKind::Rejected { call: 7, op: OneOp },
+                Declared::Rejected { call: 7, op: OneOp },
+            ),
+            (
+                EventKind::Applied {
+                    call: 7,
+                    applied: 9,
+                },
+                Declared::Applied {
+                    call: 7,
+                    applied: 9,
+                },
+            ),
+            (
+                EventKind::ReplyLost { call: 7 },
+                Declared::ReplyLost { call: 7 },
+            ),
+            (
+                EventKind::Answered {
+                    call: 7,
+                    op: OneOp,
+                    answer: 2,
+                },
+                Declared::Answered {
+                    call: 7,
+                    op: OneOp,
+                    answer: 2,
+                },
+            ),
+            (
+                EventKind::ClockRead { now_ms: 5 },
+                Declared::ClockRead { now_ms: 5 },
+            ),
+            (
+                EventKind::TimerSet { duration_ms: 5 },
+                Declared::TimerSet { duration_ms: 5 },
+            ),
+            (
+                EventKind::Paused { until_ms: 5 },
+                Declared::Paused { until_ms: 5 },
+            ),
+            (EventKind::Resumed, Declared::Resumed),
+            (
+                EventKind::ClockJumped { by_ms: -5 },
+                Declared::ClockJumped { by_ms: -5 },
+            ),
+            (EventKind::StopCalled, Declared::StopCalled),
+            (EventKind::StopResolved, Declared::StopResolved),
+            (EventKind::Restarted, Declared::Restarted),
+            (
+                EventKind::TaskStarted {
+                    task: 2,
+                    name: "renew",
+                },
+                Declared::TaskStarted {
+                    task: 2,
+                    name: "renew",
+                },
+            ),
+            (
+                EventKind::TaskEnded {
+                    task: 2,
+                    aborted: true,
+                },
+                Declared::TaskEnded {
+                    task: 2,
+                    aborted: true,
+                },
+            ),
+            (EventKind::Note((1, 4)), Declared::Note((1, 4))),
+            (
+                EventKind::RequestLost { call: 7, op: OneOp },
+                Declared::RequestLost { call: 7, op: OneOp },
+            ),
+        ];
+        for (kind, declared) in &pairs {
+            assert_eq!(hash_of(kind), hash_of(declared), "{kind:?}");
+        }
+        // Distinct kinds with the same fields hash apart.
+        let rejected: EventKind<Words> = EventKind::Rejected { call: 7, op: OneOp };
+        let lost: EventKind<Words> = EventKind::RequestLost { call: 7, op: OneOp };
+        assert_ne!(hash_of(&rejected), hash_of(&lost));
+    }
+
+    #[test]
+    fn shared_kinds_take_the_low_bits_and_notes_the_bits_above() {
+        let lost: EventKind<Words> = EventKind::RequestLost { call: 7, op: OneOp };
+        assert_eq!(lost.bit(), mask::REQUEST_LOST);
+        let note: EventKind<Words> = EventKind::Note((2, 0));
+        assert_eq!(note.bit(), mask::note(2));
+        assert_eq!(
+            EventKind::<Words>::TaskEnded {
+                task: 1,
+                aborted: false
+            }
+            .bit(),
+            mask::TASK_ENDED
+        );
+    }
 
     #[test]
     fn owner_ids_read_as_the_replica_displays_for_every_replica() {

@@ -164,7 +164,11 @@ fn kind() -> impl Strategy<Value = EventKind> {
             op: Op::Create,
             answer,
         }),
-        call.prop_map(|call| EventKind::ReplyLost { call }),
+        call.clone().prop_map(|call| EventKind::ReplyLost { call }),
+        call.prop_map(|call| EventKind::RequestLost {
+            call,
+            op: Op::Renew,
+        }),
         note().prop_map(EventKind::Note),
         Just(EventKind::StopCalled),
         Just(EventKind::StopResolved),

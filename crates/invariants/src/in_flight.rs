@@ -11,6 +11,9 @@
 //!   call of that operation; a cell no run of a campaign reached is a gap: that interleaving
 //!   of a fault with that call was never tested.
 //!
+//! A call whose future the worker's process dropped without an answer (a killed process)
+//! stays in flight here until its replica restarts: the events show no end of it.
+//!
 //! Timing bugs hide exactly there (a stop during a renewal, a pause during a release, a lost
 //! reply of a delete), so each system's own situations are not the only measure: the cells
 //! are the same for every system and cost no system any code.

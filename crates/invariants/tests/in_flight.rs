@@ -1,6 +1,6 @@
 //! In-flight coverage: a fault reaches the cell of every call of its replica in flight at that
-//! instant, and of no call answered before it or of another replica; lost replies and refusals
-//! reach the cell of their own call's operation.
+//! instant, and of no call answered before it or of another replica; refusals and lost
+//! requests and replies reach the cell of their own call's operation.
 
 use leasesim_events::{Event, EventKind, NetFailure, OpSet, ReplicaId, Stamped, Vocabulary};
 use leasesim_invariants::{InFlightCoverage, Landing};
@@ -50,7 +50,7 @@ const R2: ReplicaId = ReplicaId(1);
 fn feed(events: &[(ReplicaId, EventKind<Calls>)]) -> u128 {
     let mut coverage = InFlightCoverage::<Calls>::default();
     for (seq, (replica, kind)) in events.iter().enumerate() {
-        let event = Event::of(*replica, clone_kind(kind));
+        let event = Event::of(*replica, *kind);
         let seq = seq as u64;
         coverage.on_event(&Stamped {
             seq,
@@ -59,32 +59,6 @@ fn feed(events: &[(ReplicaId, EventKind<Calls>)]) -> u128 {
         });
     }
     coverage.reached()
-}
-
-fn clone_kind(kind: &EventKind<Calls>) -> EventKind<Calls> {
-    match kind {
-        EventKind::Call { call, request } => EventKind::Call {
-            call: *call,
-            request: *request,
-        },
-        EventKind::Answered { call, op, answer } => EventKind::Answered {
-            call: *call,
-            op: *op,
-            answer: *answer,
-        },
-        EventKind::Rejected { call, op } => EventKind::Rejected {
-            call: *call,
-            op: *op,
-        },
-        EventKind::ReplyLost { call } => EventKind::ReplyLost { call: *call },
-        EventKind::Paused { until_ms } => EventKind::Paused {
-            until_ms: *until_ms,
-        },
-        EventKind::ClockJumped { by_ms } => EventKind::ClockJumped { by_ms: *by_ms },
-        EventKind::StopCalled => EventKind::StopCalled,
-        EventKind::Restarted => EventKind::Restarted,
-        other => panic!("not used here: {other:?}"),
-    }
 }
 
 fn cells(bits: u128) -> Vec<String> {
@@ -140,7 +114,7 @@ fn a_fault_meets_exactly_the_calls_of_its_replica_in_flight() {
 }
 
 #[test]
-fn lost_replies_and_refusals_reach_their_own_calls_operation() {
+fn refusals_and_lost_requests_and_replies_reach_their_own_calls_operation() {
     let reached = feed(&[
         (R1, call(1, Op::Read)),
         (R1, call(2, Op::Sync)),
@@ -152,6 +126,14 @@ fn lost_replies_and_refusals_reach_their_own_calls_operation() {
                 op: Op::Read,
             },
         ),
+        (R1, call(3, Op::Write)),
+        (
+            R1,
+            EventKind::RequestLost {
+                call: 3,
+                op: Op::Write,
+            },
+        ),
         // A reply lost of a call no longer in flight (or never seen) reaches nothing.
         (R2, EventKind::ReplyLost { call: 7 }),
     ]);
@@ -159,8 +141,10 @@ fn lost_replies_and_refusals_reach_their_own_calls_operation() {
         cells(reached),
         [
             "called-read",
+            "called-write",
             "called-sync",
             "rejected-read",
+            "request-lost-write",
             "reply-lost-sync"
         ]
     );

@@ -125,6 +125,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
         4 => (call.clone(), request())
             .prop_map(|(call, request)| EventKind::Call { call, request }),
         1 => (call.clone(), op()).prop_map(|(call, op)| EventKind::Rejected { call, op }),
+        1 => (call.clone(), op()).prop_map(|(call, op)| EventKind::RequestLost { call, op }),
         3 => (call.clone(), applied())
             .prop_map(|(call, applied)| EventKind::Applied { call, applied }),
         1 => call.clone().prop_map(|call| EventKind::ReplyLost { call }),

@@ -157,20 +157,25 @@ impl<S: System> World<S> {
         }
         if self.fault(self.profile.request_lost.get(op)) {
             env.emit_for(replica, EventKind::RequestLost { call, op });
-            let timeout_at = sent_ms + self.profile.timeout_ms;
-            env.sleep_until(timeout_at.max(env.now_ms())).await;
-            return S::failed(NetFailure::Timeout);
+            return self.timed_out(sent_ms).await;
         }
         let (applied, answer) = S::apply(self, replica, request);
         env.emit_for(replica, EventKind::Applied { call, applied });
         if self.fault(self.profile.reply_lost.get(op)) {
             env.emit_for(replica, EventKind::ReplyLost { call });
-            let timeout_at = sent_ms + self.profile.timeout_ms;
-            env.sleep_until(timeout_at.max(env.now_ms())).await;
-            return S::failed(NetFailure::Timeout);
+            return self.timed_out(sent_ms).await;
         }
         env.sleep(env.range(latency.min, latency.max)).await;
         answer
+    }
+
+    /// The caller's timeout of a request sent at `sent_ms`: it comes `timeout_ms` after the
+    /// send (at once if that has passed).
+    async fn timed_out(&self, sent_ms: u64) -> S::Answer {
+        let env = self.env();
+        let timeout_at_ms = sent_ms + self.profile.timeout_ms;
+        env.sleep_until(timeout_at_ms.max(env.now_ms())).await;
+        S::failed(NetFailure::Timeout)
     }
 
     /// Drops the workers: they hold ports that hold the world, a cycle to break after a run.

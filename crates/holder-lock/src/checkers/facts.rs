@@ -435,7 +435,7 @@ mod tests {
             1 => (r.clone(), 1u64..200).prop_map(|(r, d)| Step::Paused(r, d)),
             1 => Just(Step::Healed),
             2 => (0u8..3, 0u8..3).prop_map(|(c, k)| Step::Forgot(c, k)),
-            2 => (r, 0u8..9, any::<usize>()).prop_map(|(r, o, c)| Step::Other(r, o, c)),
+            2 => (r, 0u8..10, any::<usize>()).prop_map(|(r, o, c)| Step::Other(r, o, c)),
         ]
     }
 
@@ -532,6 +532,7 @@ mod tests {
             4 => EventKind::TimerSet { duration_ms: 5 },
             5 => EventKind::Resumed,
             6 => EventKind::ClockJumped { by_ms: -2 },
+            8 => EventKind::RequestLost { call, op },
             7 => EventKind::Note(Note::Reverted {
                 key: Key::Claim,
                 held,
