@@ -159,8 +159,6 @@ impl ClaimStore {
             let restored = before.filter(|entry| now_ms < entry.expires_at_ms);
             self.entries[key.index()] = restored;
             self.changed.notify();
-            // invariant: the key holds its state before its last write, or nothing.
-            debug_assert_eq!(self.live(key, now_ms), restored);
             Some(Loss {
                 key,
                 cause: Forgetting::Failover,

@@ -426,28 +426,35 @@ fn a_safety_stop_lands_as_its_mode_says(report: &Report) -> bool {
 }
 
 /// holder-volatile: the store forgets the claim of a running job (by eviction, failover or
-/// restart), and a renewal later finds the key absent or another token, and the attempt ends
-/// on it.
+/// restart); a renewal of that same attempt then finds the key absent or another token, and
+/// that attempt ends on it.
 fn the_store_forgets_a_running_jobs_claim_and_a_renewal_says_so(report: &Report) -> bool {
-    let mut running: BTreeMap<u16, u64> = BTreeMap::new();
-    let mut token: BTreeMap<u16, u64> = BTreeMap::new();
-    let mut forgot_mid_job = false;
+    /// One replica's open attempt, as this probe follows it.
+    #[derive(Default)]
+    struct Attempt {
+        token: u64,
+        running: bool,
+        forgotten: bool,
+        refused: bool,
+    }
+    let mut attempts: BTreeMap<u16, Attempt> = BTreeMap::new();
     for e in &report.events {
         match (e.event.replica.map(|r| r.0), e.event.kind) {
             (
                 Some(r),
                 EventKind::Call {
-                    request: Request::Create { token: t, .. },
+                    request: Request::Create { token, .. },
                     ..
                 },
             ) => {
-                token.insert(r, t);
+                let fresh = Attempt {
+                    token,
+                    ..Attempt::default()
+                };
+                attempts.insert(r, fresh);
             }
             (Some(r), EventKind::Note(Note::JobStarted { .. })) => {
-                running.insert(r, token[&r]);
-            }
-            (Some(r), EventKind::Note(Note::AttemptEnded { .. })) => {
-                running.remove(&r);
+                attempts.entry(r).or_default().running = true;
             }
             (
                 None,
@@ -456,26 +463,37 @@ fn the_store_forgets_a_running_jobs_claim_and_a_renewal_says_so(report: &Report)
                     lost: Some(held),
                     ..
                 }),
-            ) => forgot_mid_job |= running.values().any(|&t| t == held.token),
+            ) => {
+                for attempt in attempts.values_mut() {
+                    attempt.forgotten |= attempt.running && attempt.token == held.token;
+                }
+            }
+            (
+                Some(r),
+                EventKind::Answered {
+                    op: Op::Renew,
+                    answer: Answer::Absent | Answer::NotHolder,
+                    ..
+                },
+            ) => {
+                let attempt = attempts.entry(r).or_default();
+                attempt.refused |= attempt.forgotten;
+            }
+            (Some(r), EventKind::Note(Note::AttemptEnded { end, .. })) => {
+                let attempt = attempts.remove(&r).unwrap_or_default();
+                if attempt.refused && end == EndKind::LostRefused {
+                    return true;
+                }
+            }
             _ => {}
         }
     }
-    let refused = kinds(report).any(|k| {
-        matches!(
-            k,
-            EventKind::Answered {
-                op: Op::Renew,
-                answer: Answer::Absent | Answer::NotHolder,
-                ..
-            }
-        )
-    });
-    forgot_mid_job && refused && ended(report, |end, _| end == EndKind::LostRefused)
+    false
 }
 
 /// holder-slow-timers: every replica's timers run slower than the store's clock; a holder
-/// renews and releases its own claim, and a job is stopped when the trust ran out on the
-/// slow timer (before the store forgot the claim).
+/// kept its claim to the end on its slow timer, and a job is stopped when the trust ran out
+/// (that the store still held the claim then is `effects-under-claim`'s to judge).
 fn slow_timers_keep_their_claims_and_stop_before_the_store_forgets(report: &Report) -> bool {
     let slow = kinds(report)
         .filter(|k| matches!(k, EventKind::Note(Note::SlowTimer { .. })))

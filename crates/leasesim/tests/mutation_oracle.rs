@@ -10,8 +10,8 @@
 //! this one test target; `--exact` keeps it to the system's test).
 //! `LEASESIM_ORACLE_SEEDS` sets the seeds per scenario and strategy (default 200).
 
-use leasesim::Strategy;
 use leasesim::catalog::builtin_names_of;
+use leasesim::{CheckSummary, Strategy};
 
 /// Seeds per scenario and strategy.
 fn seeds() -> u64 {
@@ -23,53 +23,63 @@ fn seeds() -> u64 {
 
 const STRATEGIES: [Strategy; 2] = [Strategy::Random, Strategy::Pct { depth: 3 }];
 
+/// Runs `check` (a system's check of its correct worker) over every default scenario of
+/// `system`, under each strategy; a failing seed panics inside `check`.
+fn campaign(system: &str, check: impl Fn(&'static str, Strategy, u64) -> CheckSummary) {
+    let names = builtin_names_of(system);
+    assert!(!names.is_empty(), "{system} has no default scenario");
+    for strategy in STRATEGIES {
+        for &name in &names {
+            let summary = check(name, strategy, seeds());
+            // invariant: every scenario ran (LEASESIM_SCENARIO would skip the others).
+            assert!(
+                !summary.skipped,
+                "{name} was skipped: unset LEASESIM_SCENARIO"
+            );
+            assert_eq!(summary.seeds, seeds(), "{name}");
+        }
+    }
+}
+
 #[test]
 #[ignore = "the oracle of `cargo mutants -p retention-worker` (docs/mutation-testing.md)"]
 fn retention() {
-    for strategy in STRATEGIES {
-        for name in builtin_names_of("retention") {
-            leasesim::check(name, leasesim::correct_worker_of)
-                .strategy(strategy)
-                .seeds(seeds());
-        }
-    }
+    campaign("retention", |name, strategy, seeds| {
+        leasesim::check(name, leasesim::correct_worker_of)
+            .strategy(strategy)
+            .seeds(seeds)
+    });
 }
 
 #[test]
 #[ignore = "the oracle of `cargo mutants -p work-items-worker` (docs/mutation-testing.md)"]
 fn work_items() {
     use leasesim::work_items::{check, correct_worker_of};
-    for strategy in STRATEGIES {
-        for name in builtin_names_of("work-items") {
-            check(name, correct_worker_of)
-                .strategy(strategy)
-                .seeds(seeds());
-        }
-    }
+    campaign("work-items", |name, strategy, seeds| {
+        check(name, correct_worker_of)
+            .strategy(strategy)
+            .seeds(seeds)
+    });
 }
 
 #[test]
 #[ignore = "the oracle of `cargo mutants -p reservations-worker` (docs/mutation-testing.md)"]
 fn reservations() {
     use leasesim::reservations::{check, correct_worker_of};
-    for strategy in STRATEGIES {
-        for name in builtin_names_of("reservations") {
-            check(name, correct_worker_of)
-                .strategy(strategy)
-                .seeds(seeds());
-        }
-    }
+    campaign("reservations", |name, strategy, seeds| {
+        check(name, correct_worker_of)
+            .strategy(strategy)
+            .seeds(seeds)
+    });
 }
 
 #[test]
 #[ignore = "the oracle of `cargo mutants -p holder-lock-worker` (docs/mutation-testing.md)"]
 fn holder_lock() {
     use leasesim::holder_lock::{check, correct_worker_of};
-    for strategy in STRATEGIES {
-        for name in builtin_names_of("holder-lock") {
-            check(name, correct_worker_of)
-                .strategy(strategy)
-                .seeds(seeds());
-        }
-    }
+    campaign("holder-lock", |name, strategy, seeds| {
+        check(name, correct_worker_of)
+            .strategy(strategy)
+            .seeds(seeds)
+    });
 }

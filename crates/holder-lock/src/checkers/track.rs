@@ -362,7 +362,8 @@ impl ClaimModel {
             };
             self.ghosts.push(ghost);
         }
-        // invariant: the key holds at most what the forgetting restored.
+        // invariant: what the key holds after a forgetting is live: a failover never brings
+        // back an entry past its end.
         debug_assert!(self.current.as_ref().is_none_or(|c| c.live_at(at_ms)));
         Some(Change::Forgot { lost, restored })
     }
