@@ -22,12 +22,14 @@
 mod coverage;
 mod in_flight;
 mod set;
+mod stop_prompt;
 mod track;
 mod violation;
 
 pub use coverage::{Coverage, CoverageTally, SituationSet};
 pub use in_flight::{InFlightCoverage, Landing};
 pub use set::CheckerSet;
+pub use stop_prompt::StopPrompt;
 pub use track::{CallBook, PerReplica, Ring, replica_of};
 pub use violation::{At, MAX_CONTEXT, Violation};
 

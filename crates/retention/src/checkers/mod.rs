@@ -60,7 +60,10 @@ use liveness::Liveness;
 use release::{ReleaseAfterOwnership, ReleaseLatest, ReleaseOnExit};
 use renewal::{RenewLatest, RenewalPause, RenewalStops, SerialRenewal};
 use stop::{StopJoins, StopQuiesces};
-use timing::{RenewalDue, StopPrompt};
+use timing::RenewalDue;
+
+/// `stop-prompt`: the shared checker (a stopping worker waits on no timer).
+type StopPrompt = leasesim_invariants::StopPrompt<Retention>;
 use tokens::{LatestToken, NoDeleteAfterLoss, StaleTokenDelete};
 
 use crate::Retention;
@@ -196,7 +199,7 @@ any_checker! {
     ReleaseLast => |_| ReleaseLast::new(),
     TermReport => TermReport::new,
     RenewalDue => |_| RenewalDue::new(),
-    StopPrompt => |_| StopPrompt::new(),
+    StopPrompt => |_| StopPrompt::new(Invariant::StopPrompt),
 }
 
 impl AnyChecker {

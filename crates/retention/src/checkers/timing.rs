@@ -1,4 +1,5 @@
-//! Deadlines a worker must meet: `renewal-due` and `stop-prompt`.
+//! Deadlines a worker must meet: `renewal-due` (`stop-prompt`, the other, is the shared
+//! `leasesim_invariants::StopPrompt`; its tests are here).
 //!
 //! Terminology:
 //! - *held lease*: from the answer that granted (acquire) or replaced (renew) a term's lease
@@ -11,14 +12,9 @@
 //!   the pause's end (a paused process sends nothing). The correct worker starts its renewal
 //!   sleep in the very poll that reads the answer, and sends the renewal in the poll that
 //!   wakes from it, so it sends exactly at the instant due unless a pause holds it back.
-//! - *stopping*: from a replica's `StopCalled` to its `StopResolved` (one incarnation).
-//! - *cue*: something a stopping worker may legitimately wait for: the `stop()` call itself,
-//!   an answer to a call in flight, or the end of a process pause. A stopping worker sends
-//!   its release and resolves its `stop()` at the instant of its latest cue: it waits for no
-//!   timer (`stop-prompt`).
 //!
-//! Both checkers judge instants on the virtual clock, which every event carries; neither reads
-//! a worker's clock readings.
+//! The checker judges instants on the virtual clock, which every event carries; it reads no
+//! worker's clock readings.
 
 use crate::Retention;
 use crate::events::{Answer, Event, EventKind, Note, OpKind, ReplicaId, Request, Stamped};
@@ -253,115 +249,6 @@ impl Checker<Retention> for RenewalDue {
 
     fn finish(&mut self, end_ms: u64, _facts: &Facts) -> Option<Violation> {
         self.overdue(None, end_ms)
-    }
-}
-
-/// One replica's incarnation, for `stop-prompt`.
-#[derive(Debug, Default)]
-struct Stopping {
-    /// The incarnation's `StopCalled`, until its `StopResolved`.
-    stop: Option<Stamped<Event>>,
-    /// The latest cue since then.
-    cue: Option<Stamped<Event>>,
-}
-
-/// `stop-prompt`: a stopping worker sends its release and resolves `stop()` at the instant of
-/// its latest cue: it never waits on a timer.
-#[derive(Debug, Default)]
-pub struct StopPrompt {
-    replicas: PerReplica<Stopping>,
-}
-
-impl StopPrompt {
-    pub fn new() -> StopPrompt {
-        StopPrompt::default()
-    }
-}
-
-/// How a cue reads in a sentence.
-fn cue_words(cue: &Stamped<Event>) -> String {
-    let what = match cue.event.kind {
-        EventKind::StopCalled => "its stop() was called".to_owned(),
-        EventKind::Answered { call, op, .. } => format!("its {} call {call} answered", op.name()),
-        EventKind::Resumed => "its process resumed from a pause".to_owned(),
-        _ => "its last cue".to_owned(),
-    };
-    format!("{what} at {}", At(cue.at_ms))
-}
-
-impl Checker<Retention> for StopPrompt {
-    fn wants(&self, kind: &EventKind) -> bool {
-        kinds::worker_side(kind) || kinds::process_pause(kind)
-    }
-
-    fn invariant(&self) -> Invariant {
-        Invariant::StopPrompt
-    }
-
-    #[inline(always)]
-    fn on_event(&mut self, event: &Stamped<Event>, _facts: &Facts) -> Option<Violation> {
-        let replica = replica_of(event)?;
-        let stopping = self.replicas.at(replica);
-        match event.event.kind {
-            EventKind::StopCalled => {
-                if stopping.stop.is_none() {
-                    stopping.stop = Some(event.clone());
-                    stopping.cue = Some(event.clone());
-                }
-                return None;
-            }
-            // invariant: a fresh incarnation is not stopping.
-            EventKind::Restarted => {
-                *stopping = Stopping::default();
-                return None;
-            }
-            EventKind::Answered { .. } | EventKind::Resumed => {
-                if stopping.stop.is_some() {
-                    stopping.cue = Some(event.clone());
-                }
-                return None;
-            }
-            EventKind::Call { .. } | EventKind::StopResolved => {}
-            _ => return None,
-        }
-        // Only a stopping incarnation's sends and resolution are judged (no words built
-        // for the others: this runs for every call of the run).
-        stopping.stop.as_ref()?;
-        let resolved = matches!(event.event.kind, EventKind::StopResolved);
-        let prompt = event.at_ms <= stopping.cue.as_ref()?.at_ms;
-        let (stop, cue) = match resolved {
-            true => (stopping.stop.take()?, stopping.cue.take()?),
-            false if prompt => return None,
-            false => (stopping.stop.clone()?, stopping.cue.clone()?),
-        };
-        if prompt {
-            return None;
-        }
-        let acted = match event.event.kind {
-            EventKind::Call { request, .. } => format!(
-                "{replica} sent {} at {}",
-                request.op().name(),
-                At(event.at_ms)
-            ),
-            _ => format!("{replica}'s stop() resolved at {}", At(event.at_ms)),
-        };
-        let sentence = format!(
-            "{acted} while stopping, {}ms after {}, the latest answer, pause end or stop call \
-             it could have waited for: a stopping worker waits on no timer",
-            event.at_ms - cue.at_ms,
-            cue_words(&cue)
-        );
-        let context = [Some(&stop), (cue.seq != stop.seq).then_some(&cue)];
-        Some(Violation::new(
-            Invariant::StopPrompt,
-            event,
-            context,
-            sentence,
-        ))
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 
