@@ -82,7 +82,8 @@ pub struct AttemptReport {
     pub end: AttemptEnd,
     /// The attempt's holder token (`None` when it stopped before starting).
     pub token: Option<HolderToken>,
-    /// Renewals the store granted.
+    /// Renewals answered as granted (a stop or the trust's end that came with the answer
+    /// does not take one away).
     pub renewals: u32,
     /// What the release did (`None` when the create did not win).
     pub release: Option<Release>,

@@ -72,8 +72,8 @@ fn stop_during_a_renewal_stops_the_job_at_once_and_waits_for_the_renewals_answer
     );
     assert_eq!(report.end, AttemptEnd::Stopped);
     assert_eq!(
-        report.renewals, 0,
-        "the job was stopped before the answer came"
+        report.renewals, 1,
+        "the renewal awaited after the stop was answered as granted: it counts"
     );
 }
 
@@ -91,7 +91,12 @@ fn a_stop_that_comes_with_a_renewals_answer_stops_the_job_all_the_same() {
     };
     let ((), result) = drive(&mut sim, async { futures::join!(stopper, worker.run()) });
     assert_eq!(world.log.step_times(), vec![102, 202, 302]);
-    assert_eq!(result.unwrap().end, AttemptEnd::Stopped);
+    let report = result.unwrap();
+    assert_eq!(report.end, AttemptEnd::Stopped);
+    assert_eq!(
+        report.renewals, 1,
+        "the renewal answered with the stop was granted"
+    );
 }
 
 #[test]
