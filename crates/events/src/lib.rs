@@ -31,6 +31,17 @@ use serde::Serialize;
 /// show them relative to it (`-300000ms`: five minutes before the run started).
 pub const EPOCH_MS: u64 = 1_000_000_000;
 
+/// Virtual ms that pass while a replica clock drifting `drift_ppm` parts per million advances
+/// `local_ms`, rounded up (as every sleep on it is): the world's clock model, which checkers
+/// of timing share with it.
+pub fn virtual_span_ms(drift_ppm: i64, local_ms: u64) -> u64 {
+    let rate = 1_000_000 + drift_ppm;
+    debug_assert!(rate > 0, "drift below -100% would stop the clock");
+    let scaled = u128::from(local_ms) * 1_000_000;
+    let span_ms = scaled.div_ceil(u128::try_from(rate.max(1)).unwrap_or(1));
+    u64::try_from(span_ms).unwrap_or(u64::MAX)
+}
+
 /// A clock value shown relative to [`EPOCH_MS`], e.g. `-299704ms` or `+1200ms`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClockMs(pub u64);

@@ -109,12 +109,7 @@ impl<S: System> ReplicaState<S> {
 
     /// Virtual ms that pass while this clock advances `local_ms`.
     pub fn virtual_span_ms(&self, local_ms: u64) -> u64 {
-        let rate = 1_000_000 + self.clock.drift_ppm;
-        debug_assert!(rate > 0, "drift below -100% would stop the clock");
-        let scaled = u128::from(local_ms) * 1_000_000;
-        scaled
-            .div_ceil(rate.max(1) as u128)
-            .min(u128::from(u64::MAX)) as u64
+        leasesim_events::virtual_span_ms(self.clock.drift_ppm, local_ms)
     }
 
     pub fn jump(&self, by_ms: i64) {

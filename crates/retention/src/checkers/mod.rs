@@ -106,9 +106,7 @@ impl ClockConfig {
     /// advances `1 + drift` times as fast as virtual time (rounded up, as the world sleeps).
     pub fn virtual_span_ms(&self, replica: ReplicaId, local_ms: u64) -> u64 {
         let drift_ppm = self.drift_ppm.get(replica.index()).copied().unwrap_or(0);
-        let rate = u128::try_from(1_000_000 + drift_ppm).unwrap_or(1).max(1);
-        let span_ms = (u128::from(local_ms) * 1_000_000).div_ceil(rate);
-        u64::try_from(span_ms).unwrap_or(u64::MAX)
+        leasesim_events::virtual_span_ms(drift_ppm, local_ms)
     }
 }
 
