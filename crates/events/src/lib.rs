@@ -534,99 +534,57 @@ mod tests {
         hasher.finish()
     }
 
+    /// A kind and its derived declaration, with the same variant and fields.
+    macro_rules! pair {
+        ($($variant:tt)*) => {
+            (EventKind::<Words>::$($variant)*, Declared::$($variant)*)
+        };
+    }
+
+    /// Every kind, next to its derived declaration with the same fields.
+    fn declared_pairs() -> Vec<(EventKind<Words>, Declared)> {
+        vec![
+            pair!(Phase(Phase::Liveness)),
+            pair!(Call {
+                call: 7,
+                request: 3
+            }),
+            pair!(Rejected { call: 7, op: OneOp }),
+            pair!(Applied {
+                call: 7,
+                applied: 9
+            }),
+            pair!(ReplyLost { call: 7 }),
+            pair!(Answered {
+                call: 7,
+                op: OneOp,
+                answer: 2
+            }),
+            pair!(ClockRead { now_ms: 5 }),
+            pair!(TimerSet { duration_ms: 5 }),
+            pair!(Paused { until_ms: 5 }),
+            pair!(Resumed),
+            pair!(ClockJumped { by_ms: -5 }),
+            pair!(StopCalled),
+            pair!(StopResolved),
+            pair!(Restarted),
+            pair!(TaskStarted {
+                task: 2,
+                name: "renew"
+            }),
+            pair!(TaskEnded {
+                task: 2,
+                aborted: true
+            }),
+            pair!(Note((1, 4))),
+            pair!(RequestLost { call: 7, op: OneOp }),
+        ]
+    }
+
     #[test]
     fn every_kind_hashes_as_its_derived_declaration_in_numbered_order() {
-        let pairs: Vec<(EventKind<Words>, Declared)> = vec![
-            (
-                EventKind::Phase(Phase::Liveness),
-                Declared::Phase(Phase::Liveness),
-            ),
-            (
-                EventKind::Call {
-                    call: 7,
-                    request: 3,
-                },
-                Declared::Call {
-                    call: 7,
-                    request: 3,
-                },
-            ),
-            (
-                EventKind::Rejected { call: 7, op: OneOp },
-                Declared::Rejected { call: 7, op: OneOp },
-            ),
-            (
-                EventKind::Applied {
-                    call: 7,
-                    applied: 9,
-                },
-                Declared::Applied {
-                    call: 7,
-                    applied: 9,
-                },
-            ),
-            (
-                EventKind::ReplyLost { call: 7 },
-                Declared::ReplyLost { call: 7 },
-            ),
-            (
-                EventKind::Answered {
-                    call: 7,
-                    op: OneOp,
-                    answer: 2,
-                },
-                Declared::Answered {
-                    call: 7,
-                    op: OneOp,
-                    answer: 2,
-                },
-            ),
-            (
-                EventKind::ClockRead { now_ms: 5 },
-                Declared::ClockRead { now_ms: 5 },
-            ),
-            (
-                EventKind::TimerSet { duration_ms: 5 },
-                Declared::TimerSet { duration_ms: 5 },
-            ),
-            (
-                EventKind::Paused { until_ms: 5 },
-                Declared::Paused { until_ms: 5 },
-            ),
-            (EventKind::Resumed, Declared::Resumed),
-            (
-                EventKind::ClockJumped { by_ms: -5 },
-                Declared::ClockJumped { by_ms: -5 },
-            ),
-            (EventKind::StopCalled, Declared::StopCalled),
-            (EventKind::StopResolved, Declared::StopResolved),
-            (EventKind::Restarted, Declared::Restarted),
-            (
-                EventKind::TaskStarted {
-                    task: 2,
-                    name: "renew",
-                },
-                Declared::TaskStarted {
-                    task: 2,
-                    name: "renew",
-                },
-            ),
-            (
-                EventKind::TaskEnded {
-                    task: 2,
-                    aborted: true,
-                },
-                Declared::TaskEnded {
-                    task: 2,
-                    aborted: true,
-                },
-            ),
-            (EventKind::Note((1, 4)), Declared::Note((1, 4))),
-            (
-                EventKind::RequestLost { call: 7, op: OneOp },
-                Declared::RequestLost { call: 7, op: OneOp },
-            ),
-        ];
+        let pairs = declared_pairs();
+        assert_eq!(pairs.len(), 18, "one pair per kind");
         for (kind, declared) in &pairs {
             assert_eq!(hash_of(kind), hash_of(declared), "{kind:?}");
         }

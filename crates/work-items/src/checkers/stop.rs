@@ -143,9 +143,9 @@ fn follow(
             // for good: the worker owes it no settle (it may already be claiming anew). One
             // with retries left is still owed.
             let owed = |held: &&Held| {
-                !held.settled()
-                    && !(held.ending == Ending::Abandoned
-                        && held.give_backs_failed >= give_backs_allowed)
+                let given_up = held.ending == Ending::Abandoned
+                    && held.give_backs_failed >= give_backs_allowed;
+                !held.settled() && !given_up
             };
             *held_at_stop = ledger.held.as_ref().filter(owed).map(|held| HeldAtStop {
                 item: held.item,
