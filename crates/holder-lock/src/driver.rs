@@ -3,8 +3,8 @@
 //! Terminology:
 //! - *driver*: one task per replica that calls `run()` (one attempt) on a jittered schedule
 //!   and records each attempt's start and end (notes `AttemptStarted`, `AttemptEnded`, the
-//!   latter with what the attempt's report says: how it ended, what its release did, and the
-//!   worker's count of releases that found the claim gone).
+//!   latter with what the attempt's report says: how it ended, what its release did, its
+//!   renewals, and the worker's count of releases that found the claim gone).
 
 use std::rc::Rc;
 
@@ -50,12 +50,14 @@ pub fn ended(attempt: u32, result: &Result<AttemptReport, RunError>) -> Note {
             end: end_kind(&report.end),
             release: release_kind(report.release.as_ref()),
             claims_gone: report.claims_gone,
+            renewals: report.renewals,
         },
         Err(RunError::AlreadyRunning) => Note::AttemptEnded {
             attempt,
             end: EndKind::AlreadyRunning,
             release: ReleaseKind::None,
             claims_gone: 0,
+            renewals: 0,
         },
     }
 }

@@ -340,13 +340,14 @@ impl Forgetting {
 pub enum Note {
     /// The driver calls `run()`; attempts are numbered per driver from 1.
     AttemptStarted { attempt: u32 },
-    /// `run()` returned this report. `claims_gone`: the worker's count so far of releases
-    /// that found the claim gone.
+    /// `run()` returned this report. `renewals`: renewals answered as granted;
+    /// `claims_gone`: the worker's count so far of releases that found the claim gone.
     AttemptEnded {
         attempt: u32,
         end: EndKind,
         release: ReleaseKind,
         claims_gone: u64,
+        renewals: u32,
     },
     /// The job starts; it will take `steps` steps, `duration_ms` in all (replica clock).
     JobStarted { duration_ms: u64, steps: u32 },

@@ -74,6 +74,8 @@ pub fn check_config(scenario: &Scenario, profile: &Profile) -> CheckConfig {
     CheckConfig {
         renewal: profile.system.claim.renew_every_ms.is_some(),
         attempt_bound_ms: scenario.settings.attempt_bound_ms,
+        trusted_ms: profile.system.claim.trusted_ms(),
+        drift_ppm: profile.clocks.iter().map(|c| c.drift_ppm).collect(),
     }
 }
 

@@ -141,7 +141,7 @@ pub fn answer_text(answer: &Answer) -> String {
     }
 }
 
-fn end_name(end: EndKind) -> &'static str {
+pub(crate) fn end_name(end: EndKind) -> &'static str {
     match end {
         EndKind::StoppedBeforeStart => "stopped before start",
         EndKind::NotHolder => "not holder",
@@ -181,11 +181,19 @@ pub fn note_text(note: &Note) -> String {
             end,
             release,
             claims_gone,
-        } => format!(
-            "run() attempt {attempt} ends: {}{}",
-            end_name(end),
-            release_text(release, claims_gone)
-        ),
+            renewals,
+        } => {
+            let renewed = match renewals {
+                0 => String::new(),
+                1 => ", 1 renewal".to_string(),
+                n => format!(", {n} renewals"),
+            };
+            format!(
+                "run() attempt {attempt} ends: {}{renewed}{}",
+                end_name(end),
+                release_text(release, claims_gone)
+            )
+        }
         Note::JobStarted { duration_ms, steps } => {
             format!("job starts: {steps} steps, {duration_ms}ms")
         }

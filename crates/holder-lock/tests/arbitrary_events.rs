@@ -120,6 +120,7 @@ fn note() -> impl Strategy<Value = Note> {
                 ReleaseKind::None,
             ][gone as usize],
             claims_gone: gone,
+            renewals: n - 1,
         },
         2 => Note::JobStarted {
             duration_ms: 500,
@@ -206,7 +207,12 @@ proptest! {
         events in stream(),
         renewal in any::<bool>(),
     ) {
-        let config = CheckConfig { renewal, attempt_bound_ms: 1_500 };
+        let config = CheckConfig {
+            renewal,
+            attempt_bound_ms: 1_500,
+            trusted_ms: 400,
+            drift_ppm: vec![0, -50_000],
+        };
         let mut coverage = Coverage::new();
         events.iter().for_each(|event| coverage.on_event(event));
         for invariant in Invariant::ALL {

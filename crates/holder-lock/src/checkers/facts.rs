@@ -573,6 +573,7 @@ mod tests {
                         end: EndKind::JobDone,
                         release: ReleaseKind::Deleted,
                         claims_gone: 0,
+                        renewals: 0,
                     };
                     (r, EventKind::Note(end))
                 }

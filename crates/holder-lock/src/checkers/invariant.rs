@@ -4,7 +4,7 @@ use std::fmt;
 
 use leasesim_invariants::InvariantName;
 
-/// One of the twelve properties every holder-lock run is checked against.
+/// One of the fourteen properties every holder-lock run is checked against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Invariant {
     DeleteOwnClaim,
@@ -16,14 +16,16 @@ pub enum Invariant {
     EffectsUnderClaim,
     OwnToken,
     ReleaseOnExit,
+    AttemptReport,
     StopQuiesces,
     StopJoins,
+    StopPrompt,
     Liveness,
 }
 
 impl Invariant {
     /// How many invariants there are.
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 14;
 
     /// Every invariant, in the order checkers see an event: the issue's six first.
     pub const ALL: [Invariant; Invariant::COUNT] = [
@@ -36,8 +38,10 @@ impl Invariant {
         Invariant::EffectsUnderClaim,
         Invariant::OwnToken,
         Invariant::ReleaseOnExit,
+        Invariant::AttemptReport,
         Invariant::StopQuiesces,
         Invariant::StopJoins,
+        Invariant::StopPrompt,
         Invariant::Liveness,
     ];
 
@@ -53,8 +57,10 @@ impl Invariant {
             Invariant::EffectsUnderClaim => "effects-under-claim",
             Invariant::OwnToken => "own-token",
             Invariant::ReleaseOnExit => "release-on-exit",
+            Invariant::AttemptReport => "attempt-report",
             Invariant::StopQuiesces => "stop-quiesces",
             Invariant::StopJoins => "stop-joins",
+            Invariant::StopPrompt => "stop-prompt",
             Invariant::Liveness => "liveness",
         }
     }
@@ -97,6 +103,16 @@ impl Invariant {
             Invariant::ReleaseOnExit => {
                 "an attempt whose create won releases (or checks) its claim before it ends, on \
                  every way out"
+            }
+            Invariant::AttemptReport => {
+                "every attempt's report says what happened: its end has its evidence (a job that \
+                 finished or failed, a stop, a renewal refused or failed, a trusted time that ran \
+                 out, a create answered late) and it counts the renewals answered renewed"
+            }
+            Invariant::StopPrompt => {
+                "once stop() is called, the release and stop()'s return come at the instant of the \
+                 latest answer, pause end or the stop call itself: stopping waits on no timer (not \
+                 a job's next step, not a renewal's)"
             }
             Invariant::StopQuiesces => {
                 "after stop() the worker sends no create, renewal or write and its job takes no \

@@ -21,6 +21,7 @@ mod facts;
 mod invariant;
 mod job;
 mod release;
+mod report;
 mod stop;
 #[cfg(test)]
 mod testkit;
@@ -42,11 +43,15 @@ pub use release::release_seen;
 use claims::{ClaimKept, DeleteOwnClaim, JobUnderClaim, NoThirdWorker};
 use job::EffectsUnderClaim;
 use release::{ReleaseOnExit, ReleaseReported};
+use report::AttemptReport;
 use stop::{Liveness, StopJoins, StopQuiesces};
 use tokens::{FreshToken, OwnToken};
 
 use crate::HolderLock;
 use crate::events::{Event, EventKind, Stamped};
+
+/// `stop-prompt`: the shared checker (a stopping worker waits on no timer).
+type StopPrompt = leasesim_invariants::StopPrompt<HolderLock>;
 
 /// A violation of one of the holder-lock system's invariants.
 pub type Violation = leasesim_invariants::Violation<HolderLock>;
@@ -61,6 +66,12 @@ pub struct CheckConfig {
     pub renewal: bool,
     /// Once faults heal, how long an attempt may run.
     pub attempt_bound_ms: u64,
+    /// How long, on its own timer, a worker trusts its claim after sending its create or a
+    /// renewal (four fifths of the lifetime).
+    pub trusted_ms: u64,
+    /// Each replica's clock drift in parts per million, by replica index (missing: none):
+    /// how long the trusted time lasts in virtual time.
+    pub drift_ppm: Vec<i64>,
 }
 
 /// Declares `AnyChecker`, one variant per invariant, its construction and dispatch.
@@ -123,8 +134,10 @@ any_checker! {
     EffectsUnderClaim => EffectsUnderClaim::new,
     OwnToken => |_| OwnToken::new(),
     ReleaseOnExit => |_| ReleaseOnExit::new(),
+    AttemptReport => AttemptReport::new,
     StopQuiesces => |_| StopQuiesces::new(),
     StopJoins => |_| StopJoins::new(),
+    StopPrompt => |_| StopPrompt::new(Invariant::StopPrompt),
     Liveness => Liveness::new,
 }
 

@@ -23,11 +23,16 @@ pub(crate) const R3: ReplicaId = ReplicaId(2);
 /// Every claim of a script lives this long.
 pub(crate) const LIFETIME_MS: u64 = 1_000;
 
+/// The part of it a worker trusts: four fifths.
+pub(crate) const TRUSTED_MS: u64 = 800;
+
 /// The configuration every test uses unless it says otherwise.
 pub(crate) fn config() -> CheckConfig {
     CheckConfig {
         renewal: true,
         attempt_bound_ms: 5_000,
+        trusted_ms: TRUSTED_MS,
+        drift_ppm: Vec::new(),
     }
 }
 
@@ -112,6 +117,8 @@ impl Script {
         self.on(replica, EventKind::Note(Note::AttemptStarted { attempt }))
     }
 
+    /// The attempt's end, reporting as many renewals as the script answered granted to
+    /// `replica` since its attempt started.
     pub(crate) fn end(
         &mut self,
         replica: ReplicaId,
@@ -120,13 +127,47 @@ impl Script {
         release: ReleaseKind,
         claims_gone: u64,
     ) -> u64 {
+        let renewals = self.renewals_granted(replica);
+        self.end_reporting(replica, attempt, (end, release), claims_gone, renewals)
+    }
+
+    /// The attempt's end, reporting `renewals` whatever the script answered.
+    pub(crate) fn end_reporting(
+        &mut self,
+        replica: ReplicaId,
+        attempt: u32,
+        (end, release): (EndKind, ReleaseKind),
+        claims_gone: u64,
+        renewals: u32,
+    ) -> u64 {
         let note = Note::AttemptEnded {
             attempt,
             end,
             release,
             claims_gone,
+            renewals,
         };
         self.on(replica, EventKind::Note(note))
+    }
+
+    /// Renewals answered granted to `replica` since its last `AttemptStarted`.
+    fn renewals_granted(&self, replica: ReplicaId) -> u32 {
+        let since = self.events.iter().rev().take_while(|e| {
+            !(e.event.replica == Some(replica)
+                && matches!(e.event.kind, EventKind::Note(Note::AttemptStarted { .. })))
+        });
+        let granted = since.filter(|e| {
+            e.event.replica == Some(replica)
+                && matches!(
+                    e.event.kind,
+                    EventKind::Answered {
+                        op: Op::Renew,
+                        answer: Answer::Renewed,
+                        ..
+                    }
+                )
+        });
+        u32::try_from(granted.count()).unwrap_or(u32::MAX)
     }
 
     /// A create of the claim that wins (`took_over`: the run-out entry it replaced).

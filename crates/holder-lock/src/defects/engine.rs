@@ -274,6 +274,8 @@ impl<C: Clock, S: Store, T: TokenSource, J: Job> Engine<C, S, T, J> {
             let sent = self.trust_before_send().await;
             let outcome = self.renew(token, &mut trust, abort).await;
             let mut candidate = self.trust_after_answer(sent).await;
+            // Counted whatever ends the job now: the store granted it.
+            renewals += u32::from(matches!(outcome.answer, Ok(Renewal::Renewed)));
             // A stop or the trust's end may have come with the answer: the job stops now.
             if self.stop_requested.get() && !job_over.get() {
                 abort.abort();
@@ -290,13 +292,12 @@ impl<C: Clock, S: Store, T: TokenSource, J: Job> Engine<C, S, T, J> {
                 Err(error) => Some(LossCause::RenewFailed(error)),
             };
             if job_over.get() {
-                return (Kept::JobOver, renewals + u32::from(loss.is_none()));
+                return (Kept::JobOver, renewals);
             }
             if let Some(cause) = loss {
                 abort.abort();
                 return (Kept::Lost(cause), renewals);
             }
-            renewals += 1;
             // The renewal was granted: trust the claim from the instant it was sent.
             std::mem::swap(&mut trust, &mut candidate);
             if self.flaws.release == ReleaseFlaw::SideKey {
