@@ -81,6 +81,8 @@ pub fn check_config(profile: &FaultProfile<WorkItems>) -> CheckConfig {
         max_retries: profile.system.worker.max_retries,
         renew_every_ms: profile.system.worker.renew_every_ms,
         deadline_ms: profile.system.worker.deadline_ms,
+        backoff_ms: profile.system.worker.backoff_ms,
+        backoff_cap_ms: profile.system.worker.backoff_cap_ms,
     }
 }
 

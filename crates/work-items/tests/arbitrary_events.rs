@@ -370,6 +370,8 @@ proptest! {
             max_retries: 1,
             renew_every_ms: 1_000,
             deadline_ms: 5_000,
+            backoff_ms: 50,
+            backoff_cap_ms: 400,
         };
         let mut coverage = Coverage::new();
         events.iter().for_each(|event| coverage.on_event(event));

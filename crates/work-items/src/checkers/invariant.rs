@@ -22,6 +22,7 @@ pub enum Invariant {
     RenewalDue,
     PassDeadline,
     GiveUpPolicy,
+    RetryBackoff,
     StopQuiesces,
     StopJoins,
     RunReport,
@@ -29,7 +30,7 @@ pub enum Invariant {
 }
 
 impl Invariant {
-    pub const COUNT: usize = 15;
+    pub const COUNT: usize = 16;
 
     /// Every invariant, in the order checkers see an event: the services' side first (what
     /// the store and the provider applied), then the worker's side, then the report and
@@ -46,6 +47,7 @@ impl Invariant {
         Invariant::RenewalDue,
         Invariant::PassDeadline,
         Invariant::GiveUpPolicy,
+        Invariant::RetryBackoff,
         Invariant::StopQuiesces,
         Invariant::StopJoins,
         Invariant::RunReport,
@@ -65,6 +67,7 @@ impl Invariant {
             Invariant::RenewalDue => "renewal-due",
             Invariant::PassDeadline => "pass-deadline",
             Invariant::GiveUpPolicy => "give-up-policy",
+            Invariant::RetryBackoff => "retry-backoff",
             Invariant::StopQuiesces => "stop-quiesces",
             Invariant::StopJoins => "stop-joins",
             Invariant::RunReport => "run-report",
@@ -117,6 +120,12 @@ impl Invariant {
                 "an item given up is released while it has attempts left and failed once they are \
                  spent or the provider refused it, always with the last error of the call it \
                  gave up on, not one retried to success since (or `stopped` after a stop)"
+            }
+            Invariant::RetryBackoff => {
+                "a call that failed on the network is retried after the backoff for its retry \
+                 (doubling from backoff_ms, at most backoff_cap_ms, on the worker's clock), up \
+                 to max_retries times and never more, and not given up while retries are left; \
+                 a claim that got no answer is not sent again"
             }
             Invariant::StopQuiesces => {
                 "after stop() the worker sends no find, claim, renewal, apply, done-mark, status \

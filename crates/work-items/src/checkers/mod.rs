@@ -10,7 +10,8 @@
 //! - *service side*: what the store and the provider applied (`stale-apply`, `stale-done`,
 //!   `claimable-only`, `effect-once`, `done-after-effect`).
 //! - *worker side*: what a worker sent and reported (`stop-on-lease-lost`, `reconcile-first`,
-//!   `claim-token`, `give-up-policy`, `stop-quiesces`, `stop-joins`, `run-report`).
+//!   `claim-token`, `give-up-policy`, `retry-backoff`, `stop-quiesces`, `stop-joins`,
+//!   `run-report`).
 //! - *liveness*: `items-settle`, once faults heal.
 //! - *situation*: something interesting a run may reach ([`Situation`], [`Coverage`]).
 //!
@@ -27,6 +28,7 @@ mod invariant;
 mod liveness;
 mod renewal;
 mod report;
+mod retry;
 mod service;
 mod stop;
 #[cfg(test)]
@@ -47,6 +49,7 @@ use deadline::PassDeadline;
 use liveness::ItemsSettle;
 use renewal::RenewalDue;
 use report::RunReport;
+use retry::RetryBackoff;
 use service::{ClaimableOnly, DoneAfterEffect, EffectOnce, StaleApply, StaleDone};
 use stop::{StopJoins, StopQuiesces};
 
@@ -70,6 +73,9 @@ pub struct CheckConfig {
     pub renew_every_ms: u64,
     /// How long a pass may go on claiming, on the worker's clock.
     pub deadline_ms: u64,
+    /// The sleep before a call's first retry, doubling before each next one, and its cap.
+    pub backoff_ms: u64,
+    pub backoff_cap_ms: u64,
 }
 
 /// The interest bit of the pass notes.
@@ -144,6 +150,7 @@ any_checker! {
     RenewalDue => RenewalDue::new,
     PassDeadline => PassDeadline::new,
     GiveUpPolicy => GiveUpPolicy::new,
+    RetryBackoff => RetryBackoff::new,
     StopQuiesces => |_| StopQuiesces::new(),
     StopJoins => StopJoins::new,
     RunReport => |_| RunReport::new(),

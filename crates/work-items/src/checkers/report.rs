@@ -8,6 +8,8 @@
 //!   tried and never answered ok. A claim with none of these has no ending, and a report
 //!   that accounts for every claim cannot be right about it.
 //! - *last status*: the store's last status answer in the pass.
+//! - *last find*: what the pass's last answered find found. A pass that ends `idle` found
+//!   nothing claimable; one that ends at its `deadline` found an item and left it unclaimed.
 
 use leasesim_invariants::{At, Checker};
 
@@ -58,6 +60,15 @@ fn answered_counts(ledger: &Ledger) -> (PassCounts, u32) {
     (counts, unended)
 }
 
+/// `answered item 3`, `answered nothing claimable`, `was never answered`.
+fn found_words(found: Option<Option<u32>>) -> String {
+    match found {
+        Some(Some(item)) => format!("answered item {item}"),
+        Some(None) => "answered nothing claimable".into(),
+        None => "was never answered".into(),
+    }
+}
+
 /// What is wrong with the end a pass reported, if anything.
 fn end_wrong(ledger: &Ledger, end: EndKind, status: Option<StatusView>) -> Option<String> {
     let last = match ledger.status.as_ref().map(|e| &e.event.kind) {
@@ -81,6 +92,14 @@ fn end_wrong(ledger: &Ledger, end: EndKind, status: Option<StatusView>) -> Optio
         EndKind::Idle | EndKind::Deadline if last.is_none_or(|s| s.open == 0) => {
             Some("it reported items still open, but the store had not counted any open item".into())
         }
+        EndKind::Idle if ledger.found != Some(None) => Some(format!(
+            "it reported nothing left to claim, but its last find {}",
+            found_words(ledger.found)
+        )),
+        EndKind::Deadline if !matches!(ledger.found, Some(Some(_))) => Some(format!(
+            "it reported its deadline reached with an item found, but its last find {}",
+            found_words(ledger.found)
+        )),
         EndKind::Stopped | EndKind::StoppedBeforeStart if ledger.stop.is_none() => {
             Some("it reported a stop, but stop() had not been called".into())
         }
@@ -193,6 +212,26 @@ mod tests {
         let mut script = pass(status(3, 1));
         script.pass_end(R1, 1, EndKind::Idle, one_done(), Some(status(3, 1)));
         assert_holds(Invariant::RunReport, &script);
+    }
+
+    #[test]
+    fn run_report_breaks_on_an_idle_end_after_an_item_found_and_the_reverse() {
+        let mut script = pass(status(3, 1));
+        script.find(R1, Some(5));
+        let seq = script.pass_end(R1, 1, EndKind::Idle, one_done(), Some(status(3, 1)));
+        let words = ["reported nothing left to claim, but its last find answered item 5"];
+        assert_broken(Invariant::RunReport, &script, seq, &words);
+        let mut script = pass(status(3, 1));
+        script.find(R1, Some(5));
+        script.pass_end(R1, 1, EndKind::Deadline, one_done(), Some(status(3, 1)));
+        assert_holds(Invariant::RunReport, &script);
+        let mut script = pass(status(3, 1));
+        let seq = script.pass_end(R1, 1, EndKind::Deadline, one_done(), Some(status(3, 1)));
+        let words = [
+            "reported its deadline reached with an item found, but its last find answered \
+                      nothing claimable",
+        ];
+        assert_broken(Invariant::RunReport, &script, seq, &words);
     }
 
     #[test]

@@ -25,8 +25,13 @@ pub(crate) fn config() -> CheckConfig {
         max_retries: 1,
         renew_every_ms: RENEW_EVERY_MS,
         deadline_ms: DEADLINE_MS,
+        backoff_ms: BACKOFF_MS,
+        backoff_cap_ms: 8 * BACKOFF_MS,
     }
 }
+
+/// The first backoff of every scripted worker (doubling, capped at eight times this).
+pub(crate) const BACKOFF_MS: u64 = 50;
 
 /// The pass deadline of every scripted worker.
 pub(crate) const DEADLINE_MS: u64 = 5_000;

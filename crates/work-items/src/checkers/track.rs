@@ -311,6 +311,8 @@ pub(crate) struct Ledger {
     pub unavailable: Option<Stamped<Event>>,
     /// Calls the open pass sent.
     pub pass_calls: u32,
+    /// What the open pass's last answered find found (`None`: no find answered yet).
+    pub found: Option<Option<u32>>,
 }
 
 impl Default for Ledger {
@@ -337,6 +339,7 @@ impl Ledger {
         status: None,
         unavailable: None,
         pass_calls: 0,
+        found: None,
     };
 
     /// The request of `call`, if it is in flight.
@@ -377,7 +380,7 @@ impl Ledger {
                 self.pass = Some(event.clone());
                 self.counts = PassCounts::default();
                 (self.unended, self.pass_calls) = (0, 0);
-                (self.status, self.unavailable) = (None, None);
+                (self.status, self.unavailable, self.found) = (None, None, None);
             }
             EventKind::Note(Note::PassEnded { .. }) => {
                 self.close_held();
@@ -401,6 +404,7 @@ impl Ledger {
                 self.held = Some(Held::new(event, lease.item, lease.token, lease.attempt));
             }
             Answer::Status(_) => self.status = Some(event.clone()),
+            Answer::Found(found) => self.found = Some(found),
             Answer::Failed(_) if matches!(request.op(), Op::Find | Op::Status) => {
                 self.unavailable = Some(event.clone());
             }
