@@ -8,6 +8,12 @@
 //!   calls (its release) and resolves its `stop()` at the instant of its latest cue: it waits
 //!   for no timer (not a renewal interval, not a job's next step, not a backoff).
 //!
+//! - *retried op*: an operation a system's worker keeps retrying, with a backoff, while it
+//!   stops (say, the give-back of its claim). A send of a retried op right after an answer of
+//!   the same op (no call between, the stop before or during its backoff) is not judged here:
+//!   its backoff is a timer by design, and the system's own retry invariant judges its length
+//!   ([`StopPrompt::retrying`]).
+//!
 //! The checker judges instants on the virtual clock, which every event carries; it reads no
 //! worker's clock. A system adds it to its checkers with its own invariant value
 //! ([`StopPrompt::new`]).
@@ -27,6 +33,8 @@ struct Stopping<V: Vocabulary> {
     stop: Option<Stamped<Event<V>>>,
     /// The latest cue since then.
     cue: Option<Stamped<Event<V>>>,
+    /// The op of the latest answer, while no call followed it (stopping or not).
+    answered: Option<V::Op>,
 }
 
 impl<V: Vocabulary> Default for Stopping<V> {
@@ -34,6 +42,7 @@ impl<V: Vocabulary> Default for Stopping<V> {
         Stopping {
             stop: None,
             cue: None,
+            answered: None,
         }
     }
 }
@@ -43,6 +52,8 @@ impl<V: Vocabulary> Default for Stopping<V> {
 #[derive(Debug)]
 pub struct StopPrompt<V: Judged> {
     invariant: V::Invariant,
+    /// The retried ops (see the module docs).
+    retried: &'static [V::Op],
     replicas: PerReplica<Stopping<V>>,
 }
 
@@ -51,8 +62,32 @@ impl<V: Judged> StopPrompt<V> {
     pub fn new(invariant: V::Invariant) -> StopPrompt<V> {
         StopPrompt {
             invariant,
+            retried: &[],
             replicas: PerReplica::default(),
         }
+    }
+
+    /// The same checker, leaving alone the resends of `ops` after their own answers (see the
+    /// module docs).
+    pub fn retrying(self, ops: &'static [V::Op]) -> StopPrompt<V> {
+        StopPrompt {
+            retried: ops,
+            ..self
+        }
+    }
+}
+
+/// `event` resends one of the `retried` ops right after an answer of the same op.
+fn retry_of<V: Vocabulary>(
+    retried: &[V::Op],
+    event: &Stamped<Event<V>>,
+    answered: Option<V::Op>,
+) -> bool {
+    match (&event.event.kind, answered) {
+        (EventKind::Call { request, .. }, Some(op)) => {
+            V::op(request) == op && retried.contains(&op)
+        }
+        _ => false,
     }
 }
 
@@ -72,6 +107,7 @@ impl<V: Judged> StopPrompt<V> {
     /// send or a resolution to judge.
     fn follow(&mut self, event: &Stamped<Event<V>>) -> Option<StopAndCue<V>> {
         let replica = event.event.replica?;
+        let retried = self.retried;
         let stopping = self.replicas.at(replica);
         match event.event.kind {
             EventKind::StopCalled => {
@@ -85,7 +121,14 @@ impl<V: Judged> StopPrompt<V> {
                 *stopping = Stopping::default();
                 return None;
             }
-            EventKind::Answered { .. } | EventKind::Resumed => {
+            EventKind::Answered { op, .. } => {
+                stopping.answered = Some(op);
+                if stopping.stop.is_some() {
+                    stopping.cue = Some(event.clone());
+                }
+                return None;
+            }
+            EventKind::Resumed => {
                 if stopping.stop.is_some() {
                     stopping.cue = Some(event.clone());
                 }
@@ -94,9 +137,14 @@ impl<V: Judged> StopPrompt<V> {
             EventKind::Call { .. } | EventKind::StopResolved => {}
             _ => return None,
         }
+        let answered = match event.event.kind {
+            EventKind::Call { .. } => stopping.answered.take(),
+            _ => stopping.answered,
+        };
         // Only a stopping incarnation's sends and resolution are judged.
         stopping.stop.as_ref()?;
-        let prompt = event.at_ms <= stopping.cue.as_ref()?.at_ms;
+        let cue = stopping.cue.as_ref()?;
+        let prompt = event.at_ms <= cue.at_ms || retry_of(retried, event, answered);
         match event.event.kind {
             EventKind::StopResolved => {
                 let judged = (stopping.stop.take()?, stopping.cue.take()?);

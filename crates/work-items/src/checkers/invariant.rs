@@ -25,12 +25,13 @@ pub enum Invariant {
     RetryBackoff,
     StopQuiesces,
     StopJoins,
+    StopPrompt,
     RunReport,
     ItemsSettle,
 }
 
 impl Invariant {
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 17;
 
     /// Every invariant, in the order checkers see an event: the services' side first (what
     /// the store and the provider applied), then the worker's side, then the report and
@@ -50,6 +51,7 @@ impl Invariant {
         Invariant::RetryBackoff,
         Invariant::StopQuiesces,
         Invariant::StopJoins,
+        Invariant::StopPrompt,
         Invariant::RunReport,
         Invariant::ItemsSettle,
     ];
@@ -70,81 +72,18 @@ impl Invariant {
             Invariant::RetryBackoff => "retry-backoff",
             Invariant::StopQuiesces => "stop-quiesces",
             Invariant::StopJoins => "stop-joins",
+            Invariant::StopPrompt => "stop-prompt",
             Invariant::RunReport => "run-report",
             Invariant::ItemsSettle => "items-settle",
         }
     }
 
     pub fn holds_when(self) -> &'static str {
-        match self {
-            Invariant::StaleApply => {
-                "the store applies no chunk of an item's effect under a token that was not the \
-                 item's live claim at that instant"
-            }
-            Invariant::StaleDone => {
-                "the store marks no item done under a token that was not its live claim at that \
-                 instant"
-            }
-            Invariant::ClaimableOnly => {
-                "a claim is granted only on an unclaimed, released or expired item, never on a \
-                 live claim and never on a done or failed item"
-            }
-            Invariant::EffectOnce => "the provider carries out each item's effect at most once",
-            Invariant::DoneAfterEffect => {
-                "an item is marked done only after every chunk of its effect was applied and the \
-                 provider carried out its effect"
-            }
-            Invariant::StopOnLeaseLost => {
-                "after a write answered lease-lost, the worker sends no further write for that \
-                 item under that claim"
-            }
-            Invariant::ReconcileFirst => {
-                "after a provider apply answered a timeout, the worker's next provider call for \
-                 the item is a lookup of the same key, and it applies again only once a lookup \
-                 answered unknown"
-            }
-            Invariant::ClaimToken => {
-                "every store write carries the token of the claim the worker holds on that item, \
-                 and every provider call is for the item it holds"
-            }
-            Invariant::RenewalDue => {
-                "before a write of a claim, the worker renews it once the renewal interval has \
-                 passed on its own clock since it asked for the claim's last grant: no apply or \
-                 done-mark carries a reading that late unless a renewal came first"
-            }
-            Invariant::PassDeadline => {
-                "a pass claims no new item once its deadline has passed on the worker's own clock \
-                 since the pass began"
-            }
-            Invariant::GiveUpPolicy => {
-                "an item given up is released while it has attempts left and failed once they are \
-                 spent or the provider refused it, always with the last error of the call it \
-                 gave up on, not one retried to success since (or `stopped` after a stop)"
-            }
-            Invariant::RetryBackoff => {
-                "a call that failed on the network is retried after the backoff for its retry \
-                 (doubling from backoff_ms, at most backoff_cap_ms, on the worker's clock), up \
-                 to max_retries times and never more, and not given up while retries are left; \
-                 a claim that got no answer is not sent again"
-            }
-            Invariant::StopQuiesces => {
-                "after stop() the worker sends no find, claim, renewal, apply, done-mark, status \
-                 or provider call; only a release or fail of the claim it holds"
-            }
-            Invariant::StopJoins => {
-                "stop() returns only after the pass ended, no call is pending, and the claim held \
-                 at the stop was settled (or tried to be)"
-            }
-            Invariant::RunReport => {
-                "the report run() returns matches its answers: its done, failed, released, lost \
-                 and abandoned claims, its status is the store's last answer, and it says \
-                 complete only if the store counted no open item"
-            }
-            Invariant::ItemsSettle => {
-                "once faults heal, every item ends done or failed by the end of the liveness \
-                 phase (none stuck claimed) and every stop() returns"
-            }
-        }
+        let (_, text) = HOLDS_WHEN
+            .iter()
+            .find(|(invariant, _)| *invariant == self)
+            .expect("every invariant says when it holds");
+        text
     }
 }
 
@@ -170,6 +109,101 @@ impl fmt::Display for Invariant {
     }
 }
 
+/// What a run that keeps each invariant guarantees, in [`Invariant::ALL`] order.
+const HOLDS_WHEN: [(Invariant, &str); Invariant::COUNT] = [
+    (
+        Invariant::StaleApply,
+        "the store applies no chunk of an item's effect under a token that was not the \
+         item's live claim at that instant",
+    ),
+    (
+        Invariant::StaleDone,
+        "the store marks no item done under a token that was not its live claim at that \
+         instant",
+    ),
+    (
+        Invariant::ClaimableOnly,
+        "a claim is granted only on an unclaimed, released or expired item, never on a \
+         live claim and never on a done or failed item",
+    ),
+    (
+        Invariant::EffectOnce,
+        "the provider carries out each item's effect at most once",
+    ),
+    (
+        Invariant::DoneAfterEffect,
+        "an item is marked done only after every chunk of its effect was applied and the \
+         provider carried out its effect",
+    ),
+    (
+        Invariant::StopOnLeaseLost,
+        "after a write answered lease-lost, the worker sends no further write for that \
+         item under that claim",
+    ),
+    (
+        Invariant::ReconcileFirst,
+        "after a provider apply answered a timeout, the worker's next provider call for \
+         the item is a lookup of the same key, and it applies again only once a lookup \
+         answered unknown",
+    ),
+    (
+        Invariant::ClaimToken,
+        "every store write carries the token of the claim the worker holds on that item, \
+         and every provider call is for the item it holds",
+    ),
+    (
+        Invariant::RenewalDue,
+        "before a write of a claim, the worker renews it once the renewal interval has \
+         passed on its own clock since it asked for the claim's last grant: no apply or \
+         done-mark carries a reading that late unless a renewal came first",
+    ),
+    (
+        Invariant::PassDeadline,
+        "a pass claims no new item once its deadline has passed on the worker's own clock \
+         since the pass began",
+    ),
+    (
+        Invariant::GiveUpPolicy,
+        "an item given up is released while it has attempts left and failed once they are \
+         spent or the provider refused it, always with the last error of the call it \
+         gave up on, not one retried to success since (or `stopped` after a stop)",
+    ),
+    (
+        Invariant::RetryBackoff,
+        "a call that failed on the network is retried after the backoff for its retry \
+         (doubling from backoff_ms, at most backoff_cap_ms, on the worker's clock), up \
+         to max_retries times and never more, and not given up while retries are left; \
+         a claim that got no answer is not sent again",
+    ),
+    (
+        Invariant::StopQuiesces,
+        "after stop() the worker sends no find, claim, renewal, apply, done-mark, status \
+         or provider call; only a release or fail of the claim it holds",
+    ),
+    (
+        Invariant::StopJoins,
+        "stop() returns only after the pass ended, no call is pending, and the claim held \
+         at the stop was settled (or tried to be)",
+    ),
+    (
+        Invariant::StopPrompt,
+        "a stopping worker waits on no timer: it sends its calls and stop() returns at \
+         the instant of the latest answer, pause end or stop call (a release or fail \
+         resent after its own failure waits out its backoff, judged by retry-backoff)",
+    ),
+    (
+        Invariant::RunReport,
+        "the report run() returns matches its answers: its done, failed, released, lost \
+         and abandoned claims, its status is the store's last answer, and it says \
+         complete only if the store counted no open item",
+    ),
+    (
+        Invariant::ItemsSettle,
+        "once faults heal, every item ends done or failed by the end of the liveness \
+         phase (none stuck claimed) and every stop() returns",
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +218,8 @@ mod tests {
             );
             assert!(!invariant.holds_when().contains('\n'));
         }
+        let order: Vec<Invariant> = HOLDS_WHEN.iter().map(|(invariant, _)| *invariant).collect();
+        assert_eq!(order, Invariant::ALL);
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Invariant::COUNT);

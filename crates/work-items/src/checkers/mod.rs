@@ -11,7 +11,7 @@
 //!   `claimable-only`, `effect-once`, `done-after-effect`).
 //! - *worker side*: what a worker sent and reported (`stop-on-lease-lost`, `reconcile-first`,
 //!   `claim-token`, `give-up-policy`, `retry-backoff`, `stop-quiesces`, `stop-joins`,
-//!   `run-report`).
+//!   `stop-prompt`, `run-report`).
 //! - *liveness*: `items-settle`, once faults heal.
 //! - *situation*: something interesting a run may reach ([`Situation`], [`Coverage`]).
 //!
@@ -53,7 +53,10 @@ use retry::RetryBackoff;
 use service::{ClaimableOnly, DoneAfterEffect, EffectOnce, StaleApply, StaleDone};
 use stop::{StopJoins, StopQuiesces};
 
-use crate::events::{Event, EventKind, Stamped, WorkItems, notes};
+use crate::events::{Event, EventKind, Op, Stamped, WorkItems, notes};
+
+/// `stop-prompt`, written once for every system (`leasesim_invariants::StopPrompt`).
+type StopPrompt = leasesim_invariants::StopPrompt<WorkItems>;
 
 /// A violation of one of the work-items system's invariants.
 pub type Violation = leasesim_invariants::Violation<WorkItems>;
@@ -153,6 +156,7 @@ any_checker! {
     RetryBackoff => RetryBackoff::new,
     StopQuiesces => |_| StopQuiesces::new(),
     StopJoins => StopJoins::new,
+    StopPrompt => |_| StopPrompt::new(Invariant::StopPrompt).retrying(&[Op::Release, Op::Fail]),
     RunReport => |_| RunReport::new(),
     ItemsSettle => |_| ItemsSettle::new(),
 }

@@ -239,6 +239,31 @@ mod tests {
     }
 
     #[test]
+    fn stop_prompt_lets_a_release_wait_out_its_backoff_but_nothing_else() {
+        // The release failed; its resend after the backoff is left to retry-backoff.
+        let mut script = stopped_holding();
+        script.failed(R1, release(1, 3), None, NetFailure::Rejected);
+        script.on(R1, EventKind::TimerSet { duration_ms: 50 });
+        script.at(400).mark(R1, release(1, 3), Mark::Released);
+        script.pass_end(R1, 1, EndKind::Stopped, released(), None);
+        script.on(R1, EventKind::StopResolved);
+        assert_holds(Invariant::StopPrompt, &script);
+        // A release sent 100ms after the stop, with nothing to wait for, waited on a timer.
+        let mut script = stopped_holding();
+        script.at(300).send(R1, release(1, 3));
+        let seq = script.last_seq();
+        let words = ["r1 sent release_if_owner at t=300ms while stopping, 100ms after its stop()"];
+        assert_broken(Invariant::StopPrompt, &script, seq, &words);
+    }
+
+    fn released() -> PassCounts {
+        PassCounts {
+            released: 1,
+            ..PassCounts::default()
+        }
+    }
+
+    #[test]
     fn stop_checkers_hold_for_a_correct_run_and_a_released_claim() {
         for invariant in [Invariant::StopQuiesces, Invariant::StopJoins] {
             assert_holds(invariant, &Script::correct_run());
