@@ -125,6 +125,18 @@ impl Checker<Reservations> for ConflictNotRetried {
     }
 }
 
+/// The pause backoff `done` allows: from its base, `min(cap, initial * 2^done)`, to the base
+/// plus half of it. Worked out here from the policy's numbers, not asked of the core, so a
+/// core that computes its backoff wrongly is judged, not copied.
+fn backoff_range_ms(policy: &RetryPolicy, done: u32) -> (u64, u64) {
+    let factor = 1u64.checked_shl(done).unwrap_or(u64::MAX);
+    let base_ms = policy
+        .initial_backoff_ms
+        .saturating_mul(factor)
+        .min(policy.max_backoff_ms);
+    (base_ms, base_ms + base_ms / 2)
+}
+
 /// `bounded-retry`: another attempt only after a transient error, within the budget, after
 /// the policy's backoff.
 #[derive(Debug)]
@@ -160,8 +172,7 @@ impl BoundedRetry {
                 policy.max_attempts
             ));
         }
-        let backoff = policy.backoff(done);
-        let (low, high) = (backoff.base_ms, backoff.base_ms + backoff.jitter_ms);
+        let (low, high) = backoff_range_ms(policy, done);
         match &held.pause {
             Some((pause_ms, _)) if (low..=high).contains(pause_ms) => None,
             Some((pause_ms, _)) => Some(format!(
