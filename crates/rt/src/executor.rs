@@ -13,6 +13,13 @@
 //!   and the run ends with [`RunOutcome::Spin`] naming the task, instead of never ending.
 //! - *interrupt*: a flag set from outside the simulation (a wall-clock watchdog). It never
 //!   changes a run; it only ends one that is stuck, with [`RunOutcome::Interrupted`].
+//! - *fresh waker*: every poll of a task gets a waker of its own, and the wakers of the
+//!   task's earlier polls go dead (waking one does nothing). `Future::poll` promises a wakeup
+//!   only to the waker of the latest poll; an executor that moves tasks between threads hands
+//!   out a different one each time. A future that keeps an earlier poll's waker (it compares
+//!   wakers wrongly, or registers once) is then never woken, and the run ends stuck where it
+//!   would have hung in production, instead of passing because the waker happened to be the
+//!   same.
 //! - *closed*: a dropped `Sim`. Its tasks are dropped (in a loop, since dropping a future may
 //!   spawn), and a [`Handle`] that outlives it refuses to spawn: the future is dropped at once.
 //!
@@ -406,6 +413,24 @@ impl Core {
         id
     }
 
+    /// The wake cell of task `id`'s next poll (see *fresh waker*): a spare one, or a new one;
+    /// the cell of its previous poll goes dead, and back to the spares if nothing holds it.
+    fn fresh_wake(&self, id: TaskId) -> Rc<WakeCell> {
+        let spare = self.spare_wakes.borrow_mut().pop();
+        let fresh = match spare.map(|cell| WakeCell::reuse(cell, id)) {
+            Some(Ok(cell)) => cell,
+            _ => WakeCell::new(id, self.inbox.clone()),
+        };
+        let old = std::mem::replace(&mut self.tasks.borrow_mut()[id.index()].wake, fresh.clone());
+        // invariant: the task was taken off the ready list before this poll.
+        debug_assert!(!old.queued.get());
+        old.live.set(false);
+        if Rc::strong_count(&old) == 1 {
+            self.spare_wakes.borrow_mut().push(old);
+        }
+        fresh
+    }
+
     fn wake_task(&self, id: TaskId) {
         let wake = self.tasks.borrow()[id.index()].wake.clone();
         wake.wake();
@@ -624,7 +649,7 @@ impl Core {
         id: TaskId,
         main: Pin<&mut (dyn Future<Output = ()> + '_)>,
     ) -> Result<(), RunOutcome<()>> {
-        let wake = self.tasks.borrow()[id.index()].wake.clone();
+        let wake = self.fresh_wake(id);
         let waker = WakeCell::borrowed_waker(&wake);
         let mut cx = Context::from_waker(&waker);
         self.in_poll.set(true);
@@ -641,7 +666,7 @@ impl Core {
     }
 
     fn poll_task(&self, id: TaskId) -> Result<(), RunOutcome<()>> {
-        let (mut future, wake) = {
+        let mut future = {
             let mut tasks = self.tasks.borrow_mut();
             let slot = &mut tasks[id.index()];
             // invariant: only live tasks are ever picked.
@@ -651,11 +676,9 @@ impl Core {
                 "picked a task that is not live"
             );
             slot.state = TaskState::Running;
-            (
-                slot.future.take().expect("a live task has its future"),
-                slot.wake.clone(),
-            )
+            slot.future.take().expect("a live task has its future")
         };
+        let wake = self.fresh_wake(id);
         let waker = WakeCell::borrowed_waker(&wake);
         let mut cx = Context::from_waker(&waker);
         self.in_poll.set(true);
@@ -863,15 +886,80 @@ mod tests {
         let mut sim = Sim::new(SimConfig::seeded(1).with_strategy(Strategy::Fifo));
         let handle = sim.handle();
         handle.spawn_detached("first", Box::pin(async {}));
-        let first = Rc::as_ptr(&sim.core.tasks.borrow()[0].wake);
         sim.run_until_quiescent().expect_completed();
-        assert_eq!(sim.core.spare_wakes.borrow().len(), 1);
+        // The spawn's cell (dead at the poll) and the poll's (dead at the end), both free.
+        let spares: Vec<*const WakeCell> = sim
+            .core
+            .spare_wakes
+            .borrow()
+            .iter()
+            .map(Rc::as_ptr)
+            .collect();
+        assert_eq!(spares.len(), 2);
         handle.spawn_detached("second", Box::pin(async {}));
         let second = Rc::as_ptr(&sim.core.tasks.borrow()[1].wake);
-        assert!(
-            std::ptr::eq(first, second),
-            "the second task got a fresh cell"
+        assert!(spares.contains(&second), "the second task got a new cell");
+        assert_eq!(sim.core.spare_wakes.borrow().len(), 1);
+    }
+
+    /// Pending until woken once; `refresh`: it keeps the latest poll's waker, else the first.
+    struct WaitOnce {
+        kept: Rc<RefCell<Option<Waker>>>,
+        woken: Rc<Cell<bool>>,
+        refresh: bool,
+    }
+
+    impl Future for WaitOnce {
+        type Output = ();
+
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if self.woken.get() {
+                return Poll::Ready(());
+            }
+            let mut kept = self.kept.borrow_mut();
+            if self.refresh || kept.is_none() {
+                *kept = Some(cx.waker().clone());
+            }
+            Poll::Pending
+        }
+    }
+
+    /// A waiter polled twice (a spurious wake between), then woken by the waker it kept.
+    fn wait_once(refresh: bool) -> RunOutcome<()> {
+        let mut sim = Sim::new(SimConfig::seeded(1).with_strategy(Strategy::Fifo));
+        let handle = sim.handle();
+        let (kept, woken) = (Rc::new(RefCell::new(None)), Rc::new(Cell::new(false)));
+        let waiter = WaitOnce {
+            kept: kept.clone(),
+            woken: woken.clone(),
+            refresh,
+        };
+        handle.spawn_detached("waiter", Box::pin(waiter));
+        let (waker_of_waiter, yielder) = (kept.clone(), handle.clone());
+        handle.spawn_detached(
+            "waker",
+            Box::pin(async move {
+                let spurious = waker_of_waiter
+                    .borrow()
+                    .clone()
+                    .expect("the waiter ran first");
+                spurious.wake();
+                yielder.yield_now().await;
+                woken.set(true);
+                let kept = waker_of_waiter.borrow_mut().take().expect("still kept");
+                kept.wake();
+            }),
         );
-        assert!(sim.core.spare_wakes.borrow().is_empty());
+        sim.run_until_quiescent()
+    }
+
+    #[test]
+    fn a_waker_of_an_earlier_poll_is_dead() {
+        wait_once(true).expect_completed();
+        let stuck = wait_once(false);
+        assert!(
+            matches!(stuck, RunOutcome::Deadlock { .. }),
+            "a future that kept its first poll's waker must not be woken: {stuck:?}"
+        );
     }
 }

@@ -101,7 +101,7 @@ pub const DEFECTS: &[DefectInfo] = &[
         name: "side-key",
         description: "keeps its token in a second key; its release checks that key, then \
                       deletes the claim by name",
-        caught_by: &["delete-own-claim", "no-third-worker"],
+        caught_by: &["delete-own-claim", "no-third-worker", "attempt-report"],
         flaws: |_| Flaws {
             release: ReleaseFlaw::SideKey,
             ..Flaws::NONE
