@@ -43,7 +43,10 @@ fn a_worker_reports_the_owner_and_configuration_it_was_built_with() {
     assert_eq!(world.worker.owner_id(), "w1");
     assert_eq!(world.worker.config(), &config());
     let debug = format!("{:?}", world.worker);
-    assert!(debug.starts_with("ItemWorker {") && debug.contains("\"w1\""), "{debug}");
+    assert!(
+        debug.starts_with("ItemWorker {") && debug.contains("\"w1\""),
+        "{debug}"
+    );
 }
 
 #[test]

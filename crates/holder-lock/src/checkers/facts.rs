@@ -100,7 +100,7 @@ impl leasesim_invariants::Facts<HolderLock> for Facts {
     }
 }
 
-/// The shared views against private copies fed as each checker used to feed its own, and
+/// The shared views against private copies fed as each checker would feed its own, and
 /// the claim model against a reference written apart from it.
 ///
 /// Terminology:

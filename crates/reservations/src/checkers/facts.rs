@@ -12,7 +12,8 @@
 //!   (`ledger`); `liveness` also follows holds after it (`ledger_after`), so both views are
 //!   kept: the after view is fed as an event enters, the before view as it leaves.
 //!
-//! Eleven checkers used to keep their own copy of every desk, six their own ledger.
+//! Kept once per run, they spare eleven checkers a copy of every desk and six a copy of the
+//! ledger.
 
 use leasesim_invariants::PerReplica;
 

@@ -6,9 +6,9 @@
 //! - *before view*: a replica's term flow as of the events before the one being judged.
 //! - *after view*: the same, including the event being judged.
 //!
-//! Fifteen checkers used to keep their own copy of every replica's flow (a quarter of a
-//! `steady` seed's instructions went to keeping them). Each now reads the view it judged on
-//! before: a checker that judged an event and then observed it reads the before view, one
+//! Kept once per run, the views spare fifteen checkers a copy of every replica's flow (such
+//! copies cost a quarter of a `steady` seed's instructions). Each checker reads the view it
+//! judges on: a checker that judged an event and then observed it reads the before view, one
 //! that observed first reads the after view. Both views see every event of every replica,
 //! whatever kinds the checkers read.
 

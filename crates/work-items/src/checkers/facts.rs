@@ -59,7 +59,7 @@ impl leasesim_invariants::Facts<WorkItems> for Facts {
     }
 }
 
-/// The shared views against private copies fed as each checker used to feed its own.
+/// The shared views against private copies fed as each checker would feed its own.
 ///
 /// Terminology:
 /// - *feed*: the kinds one checker read before the facts were shared; its private ledgers
