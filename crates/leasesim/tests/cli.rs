@@ -576,7 +576,7 @@ fn shrink_of_a_failure_at_shutdown_shortens_the_phases() {
     // unjoined-stop's first failure in backlog-cap comes at shutdown, after 60 s and 3,721
     // events: only shorter phases (and no drain check in a phase too short to drain) bring
     // the shutdown next to a term in flight.
-    let (original, shrunk, overrides) = shrink_and_replay("unjoined-stop", "backlog-cap", "5");
+    let (original, shrunk, overrides) = shrink_and_replay("unjoined-stop", "backlog-cap", "45");
     assert!(
         shrunk <= 25,
         "{original} -> {shrunk} events; the target is at most 25"

@@ -41,7 +41,11 @@ const DEFECTS: [(&str, &[Invariant]); 7] = [
     ("fixed-token", &[Invariant::FreshToken]),
     (
         "side-key",
-        &[Invariant::DeleteOwnClaim, Invariant::NoThirdWorker],
+        &[
+            Invariant::DeleteOwnClaim,
+            Invariant::NoThirdWorker,
+            Invariant::AttemptReport,
+        ],
     ),
     ("swallowed-release", &[Invariant::ReleaseReported]),
     (

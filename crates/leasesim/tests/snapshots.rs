@@ -71,7 +71,7 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("stale-renewal", "exact-token-renewal", 0, 25),
     ("whole-batches", "odd-batches", 0, 25),
     ("no-renewal", "renewal-reorder", 0, 25),
-    ("sleepy-stop", "slow-deletes", 3, 25),
+    ("sleepy-stop", "slow-deletes", 5, 25),
     ("plain-delete", "holder-long-jobs", 0, 45),
     ("read-then-delete", "holder-slow-release", 1, 25),
     ("fixed-token", "holder-long-jobs", 0, 25),

@@ -178,7 +178,14 @@ fn naive_shows_all_five_findings() {
         OverCap,
         StopResolvedInTerm,
     ];
-    let tolerated = [DeleteAfterLoss, NoRelease, NoReleaseAfterRenewError];
+    // Its interval renewals answer out of order, as interval-renewal's do: the latest lease
+    // can be an older one, and a renewal carries it.
+    let tolerated = [
+        DeleteAfterLoss,
+        NoRelease,
+        NoReleaseAfterRenewError,
+        RenewWithOldToken,
+    ];
     assert_shows("naive", &sightings, &wanted, &tolerated);
 }
 
@@ -257,12 +264,14 @@ fn early_cutoff_reads_the_clock_before_acquire_answers() {
 fn leaked_renewal_renews_an_ended_terms_lease() {
     let sightings = sightings_over(&contention(), &defective("leaked-renewal"), &SEEDS);
     // The leaked loop runs beside the next term's own loop, and a leaked renewal that
-    // succeeds rotates the token under the next term.
+    // succeeds rotates the token under the next term, whose own loop then renews a token
+    // that is no longer the newest.
     let tolerated = [
         OverlappingRenewals,
         StaleRelease,
         DeleteAfterLoss,
         DeleteWithOldToken,
+        RenewWithOldToken,
     ];
     assert_shows(
         "leaked-renewal",
