@@ -17,6 +17,9 @@
 //!   failed`: the create answered `exists` / an error. And the renewal count is the number of
 //!   renewals of the claim answered `renewed`.
 //!
+//! Once the job ended (done or failed), that is the attempt's end, whatever came with it (a
+//! stop, a refused renewal): the report must not hide a finished job.
+//!
 //! A report that claims an end without its evidence hides what happened from the people who
 //! read it (a job given up that the report calls done, a healthy job cut short that it calls
 //! lost) and, worse, an attempt that ends for a made-up reason ran less than it could: a job
@@ -146,6 +149,10 @@ impl AttemptReport {
         let state = self.replicas.get(replica)?;
         let shown = &state.shown;
         let created = shown.created.map(|(answer, _)| answer);
+        let job_ended = shown.job_done || shown.job_failed;
+        if job_ended && !matches!(end, EndKind::JobDone | EndKind::JobFailed) {
+            return Some("its job had already ended, and an ended job is what it reports".into());
+        }
         let missing = match end {
             EndKind::JobDone if !shown.job_done => "its job never finished",
             EndKind::JobFailed if !shown.job_failed => "its job never failed",
@@ -276,6 +283,18 @@ mod tests {
         refused.renew_refused(R1, 7, None);
         refused.end(R1, 1, EndKind::LostRefused, ReleaseKind::None, 0);
         assert_holds(Invariant::AttemptReport, &refused);
+    }
+
+    /// A job that ended before a stop came: the report names the job's end.
+    #[test]
+    fn an_ended_job_reported_as_stopped_breaks_attempt_report() {
+        let mut s = holding();
+        s.note(R1, Note::JobFinished { steps: 2 });
+        s.on(R1, EventKind::StopCalled);
+        released(&mut s);
+        let seq = s.end(R1, 1, EndKind::Stopped, ReleaseKind::Deleted, 0);
+        let words = ["it reported stopped but its job had already ended"];
+        assert_broken(Invariant::AttemptReport, &s, seq, &words);
     }
 
     /// Each end without what it claims, at the attempt's end.
