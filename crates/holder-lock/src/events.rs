@@ -26,6 +26,7 @@
 use std::fmt;
 
 use leasesim_events::{NetFailure, OpSet, ReplicaId, Vocabulary};
+use leasesim_invariants::ConstructionFinding;
 use serde::Serialize;
 
 pub use leasesim_events::{ClockMs, EPOCH_MS, Phase, Stamped};
@@ -376,6 +377,10 @@ pub enum Note {
     /// This replica's timers run slower than the store's clock: `drift_ppm` (below 0) parts
     /// per million of elapsed time (noted at the start of the run).
     SlowTimer { drift_ppm: i64 },
+    /// Building this replica's worker, the production factory's construction probe found the
+    /// core refusing valid settings, accepting invalid ones, or reading back something else
+    /// (recorded only then; see `leasesim_invariants::probe`).
+    Construction(ConstructionFinding),
 }
 
 /// Note classes for checkers' interest masks (see `Vocabulary::note_class`).
@@ -388,6 +393,8 @@ pub mod notes {
     /// The store forgetting keys (`Forgot`, `Reverted`).
     pub const FORGOT: u32 = mask::note(3);
     pub const SLOW_TIMER: u32 = mask::note(4);
+    /// What a construction probe found.
+    pub const CONSTRUCTION: u32 = mask::note(5);
 }
 
 /// The holder-lock system (004): a job run under a holder-token claim in a volatile store.
@@ -419,6 +426,7 @@ impl Vocabulary for HolderLock {
             Note::Expired { .. } => 2,
             Note::Forgot { .. } | Note::Reverted { .. } => 3,
             Note::SlowTimer { .. } => 4,
+            Note::Construction(_) => 5,
         }
     }
 }

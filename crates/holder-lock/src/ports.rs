@@ -16,10 +16,12 @@ use holder_lock_worker::{
     RunError, Store, StoreError, TokenSource,
 };
 use leasesim_events::{NetFailure, ReplicaId};
+use leasesim_invariants::{Built, Readback, probe};
 use leasesim_sim::{Port, World};
 
 use crate::events::{Answer, HolderLock, Key, Note, Request};
 use crate::services;
+use crate::settings::CLAIM_RULES;
 
 /// Everything a holder-lock worker is built from.
 ///
@@ -78,8 +80,42 @@ impl WorkerUnderTest for SimWorker {
     }
 }
 
-/// The production worker built on one replica's ports.
+/// Probes the core's constructor against the run's configuration and the claim rules
+/// (`settings::CLAIM_RULES`), building with `build`; records a finding as a
+/// `Note::Construction` of the replica (judged by `construction`).
+pub fn probe_construction(ports: &HolderPorts, build: impl Fn(&ClaimConfig) -> Built) {
+    if let Some(finding) = probe(&ports.config, CLAIM_RULES, build) {
+        ports.clock.0.note(Note::Construction(finding));
+    }
+}
+
+/// Builds the production core from `config` on clones of `ports`, for the construction probe.
+fn build_core(ports: &HolderPorts, config: &ClaimConfig) -> Built {
+    let built = JobRunner::new(
+        config.clone(),
+        ports.clock.clone(),
+        ports.store.clone(),
+        ports.tokens.clone(),
+        ports.job.clone(),
+    );
+    match built {
+        Ok(core) => Built::Accepted(vec![
+            Readback {
+                accessor: "config",
+                kept: core.config() == config,
+            },
+            Readback {
+                accessor: "claims_gone",
+                kept: core.claims_gone() == 0,
+            },
+        ]),
+        Err(error) => Built::Refused(error.to_string()),
+    }
+}
+
+/// The production worker built on one replica's ports, after its construction probe.
 pub fn correct_worker_of(ports: HolderPorts) -> SimWorker {
+    probe_construction(&ports, |config| build_core(&ports, config));
     JobRunner::new(
         ports.config,
         ports.clock,

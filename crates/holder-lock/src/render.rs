@@ -219,6 +219,7 @@ pub fn note_text(note: &Note) -> String {
             ClockMs(expires_at_ms)
         ),
         Note::SlowTimer { drift_ppm } => slow_timer_text(drift_ppm),
+        Note::Construction(finding) => format!("** construction: {finding}"),
     }
 }
 
@@ -265,6 +266,7 @@ pub fn note_name(note: &Note) -> &'static str {
         Note::Forgot { .. } => "forgot",
         Note::Reverted { .. } => "reverted",
         Note::SlowTimer { .. } => "slow-timer",
+        Note::Construction(_) => "construction",
     }
 }
 

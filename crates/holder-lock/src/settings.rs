@@ -15,12 +15,84 @@
 //!   it drew.
 
 use holder_lock_worker::ClaimConfig;
+use leasesim_invariants::SettingsRule;
 use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Periodic, Positive, Probability, whole_field};
 use leasesim_sim::{Env, Scale, ScenarioError, SystemPart, Tick};
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::events::{CLAIM_KEY, Forgetting, HolderLock};
+
+/// How long a worker trusts a claim of `lifetime_ms`: four fifths of it (the seed's rule,
+/// worked out here apart from the core's).
+fn trusted_ms(lifetime_ms: u64) -> u64 {
+    lifetime_ms - lifetime_ms / 5
+}
+
+/// The rules a claim configuration keeps, as the production factory's construction probe
+/// checks the core against them (`leasesim_invariants::probe`): edges and pasts derived from
+/// the run's configuration.
+pub const CLAIM_RULES: &[SettingsRule<ClaimConfig>] = &[
+    SettingsRule {
+        name: "key-not-empty",
+        setting: "key",
+        holds: |claim| !claim.key.is_empty(),
+        edge: |claim| ClaimConfig {
+            key: "k".into(),
+            ..claim.clone()
+        },
+        past: |claim| ClaimConfig {
+            key: String::new(),
+            ..claim.clone()
+        },
+    },
+    SettingsRule {
+        name: "lifetime-at-least-5ms",
+        setting: "lifetime_ms",
+        holds: |claim| claim.lifetime_ms >= 5,
+        edge: |claim| ClaimConfig {
+            lifetime_ms: 5,
+            renew_every_ms: claim
+                .renew_every_ms
+                .map(|renew| renew.min(trusted_ms(5) - 1)),
+            ..claim.clone()
+        },
+        past: |claim| ClaimConfig {
+            lifetime_ms: 4,
+            renew_every_ms: None,
+            ..claim.clone()
+        },
+    },
+    SettingsRule {
+        name: "renewal-positive",
+        setting: "renew_every_ms",
+        holds: |claim| claim.renew_every_ms != Some(0),
+        edge: |claim| ClaimConfig {
+            renew_every_ms: Some(1),
+            ..claim.clone()
+        },
+        past: |claim| ClaimConfig {
+            renew_every_ms: Some(0),
+            ..claim.clone()
+        },
+    },
+    SettingsRule {
+        name: "renewal-within-trust",
+        setting: "renew_every_ms",
+        holds: |claim| {
+            let trusted_ms = trusted_ms(claim.lifetime_ms);
+            claim.renew_every_ms.is_none_or(|renew| renew < trusted_ms)
+        },
+        edge: |claim| ClaimConfig {
+            renew_every_ms: Some(trusted_ms(claim.lifetime_ms) - 1),
+            ..claim.clone()
+        },
+        past: |claim| ClaimConfig {
+            renew_every_ms: Some(trusted_ms(claim.lifetime_ms)),
+            ..claim.clone()
+        },
+    },
+];
 
 /// A span of `[claim]`, from 0 to the longest span a scenario takes (refused at the value,
 /// with the key and the range).

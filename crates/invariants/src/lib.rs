@@ -15,10 +15,14 @@
 //!   a campaign in a [`CoverageTally`] whose *gaps* are the situations no run reached.
 //! - *in-flight coverage*: which faults met a call of each kind in flight
 //!   ([`InFlightCoverage`]): the same cells for every system, tallied the same way.
+//! - *construction probe*: builds a system's production core from a run's settings and from
+//!   settings at and past each of the system's [`SettingsRule`]s ([`probe`]); the shared
+//!   [`Construction`] checker fails a run on what it found.
 //!
 //! This crate depends on the event types only, never on the executor: checkers judge any
 //! event stream, simulated or recorded from a real run.
 
+mod construction;
 mod coverage;
 mod in_flight;
 mod set;
@@ -26,6 +30,10 @@ mod stop_prompt;
 mod track;
 mod violation;
 
+pub use construction::{
+    Built, CONSTRUCTION_HOLDS_WHEN, Construction, ConstructionFinding, ConstructionProblem,
+    Readback, SettingsRule, probe,
+};
 pub use coverage::{Coverage, CoverageTally, SituationSet};
 pub use in_flight::{InFlightCoverage, Landing};
 pub use set::CheckerSet;

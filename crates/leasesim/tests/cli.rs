@@ -1578,7 +1578,7 @@ fn replay_format_json_prints_a_header_one_event_object_per_line_and_relative_clo
         ("feed", "seed 0"),
         ("worker", "uncapped"),
         ("strategy", "random"),
-        ("checkers", "27 halting (all)"),
+        ("checkers", "28 halting (all)"),
     ] {
         assert_eq!(header[key], wanted, "{header}");
     }
@@ -1673,7 +1673,7 @@ fn list_shows_systems_first_and_json_enumerates_what_exists() {
             .collect()
     };
     assert!(strings("scenarios").contains(&"steady".to_string()));
-    assert_eq!(strings("invariants").len(), 27);
+    assert_eq!(strings("invariants").len(), 28);
     assert!(strings("invariants").contains(&"stale-token-delete".to_string()));
     assert!(strings("situations").contains(&"cap-reached".to_string()));
     let workers = retention["workers"].as_array().expect("a workers array");

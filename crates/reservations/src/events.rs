@@ -19,6 +19,7 @@
 use std::fmt;
 
 use leasesim_events::{NetFailure, OpSet, Vocabulary};
+use leasesim_invariants::ConstructionFinding;
 use serde::Serialize;
 use serde::ser::SerializeSeq;
 
@@ -418,6 +419,10 @@ pub enum Note {
     /// Fault: a supervisor took run `run` for hung and called `run()` again while it was
     /// active; `end` is how that second call ended (replica).
     SecondRun { run: u32, end: EndView },
+    /// Building this replica's worker, the production factory's construction probe found the
+    /// core refusing valid settings, accepting invalid ones, or reading back something else
+    /// (recorded only then; see `leasesim_invariants::probe`).
+    Construction(ConstructionFinding),
 }
 
 /// Note classes for checkers' interest masks (see `Vocabulary::note_class`).
@@ -428,6 +433,8 @@ pub mod notes {
     pub const RUNS: u32 = mask::note(1);
     pub const KILLED: u32 = mask::note(2);
     pub const METRICS: u32 = mask::note(3);
+    /// What a construction probe found.
+    pub const CONSTRUCTION: u32 = mask::note(4);
 }
 
 /// The reservation expiry system (seed 002).
@@ -458,6 +465,7 @@ impl Vocabulary for Reservations {
             Note::RunStarted { .. } | Note::RunEnded { .. } | Note::SecondRun { .. } => 1,
             Note::Killed => 2,
             Note::Metrics(_) => 3,
+            Note::Construction(_) => 4,
         }
     }
 }

@@ -20,6 +20,7 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use leasesim_events::ReplicaId;
+use leasesim_invariants::{Built, Readback, probe};
 use leasesim_sim::{Port, World};
 use reservations_worker::{
     ClaimToken, Clock, DeadLetter, DeadLetters, DeadReason, ErrorClass, ExpireOutcome,
@@ -32,6 +33,7 @@ use crate::events::{
     Answer, ClassView, Failure, LetterView, Note, OutcomeView, ReasonView, Request,
 };
 use crate::services::Process;
+use crate::settings::WORKER_RULES;
 
 /// Everything an expiry worker is built from.
 ///
@@ -80,8 +82,36 @@ impl WorkerUnderTest for SimWorker {
     }
 }
 
-/// The production worker built on one replica's ports.
+/// Probes the core's constructor against the run's configuration and the worker rules
+/// (`settings::WORKER_RULES`), building with `build`; records a finding as a
+/// `Note::Construction` of the replica (judged by `construction`).
+pub fn probe_construction(ports: &WorkerPorts, build: impl Fn(&WorkerConfig) -> Built) {
+    if let Some(finding) = probe(&ports.config, WORKER_RULES, build) {
+        ports.clock.port.note(Note::Construction(finding));
+    }
+}
+
+/// Builds the production core from `config` on clones of `ports`, for the construction probe.
+fn build_core(ports: &WorkerPorts, config: &WorkerConfig) -> Built {
+    let built = ExpiryWorker::new(
+        config.clone(),
+        ports.store.clone(),
+        ports.letters.clone(),
+        ports.clock.clone(),
+        ports.tokens.clone(),
+    );
+    match built {
+        Ok(core) => Built::Accepted(vec![Readback {
+            accessor: "config",
+            kept: core.config() == config,
+        }]),
+        Err(error) => Built::Refused(error.to_string()),
+    }
+}
+
+/// The production worker built on one replica's ports, after its construction probe.
 pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
+    probe_construction(&ports, |config| build_core(&ports, config));
     ExpiryWorker::new(
         ports.config,
         ports.store,

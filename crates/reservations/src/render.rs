@@ -233,6 +233,7 @@ pub fn note_text(note: &Note) -> String {
         ),
         Note::Killed => "** process killed (fault): after the update, before the release".into(),
         Note::Metrics(metrics) => metrics_text(metrics),
+        Note::Construction(finding) => format!("** construction: {finding}"),
     }
 }
 
@@ -246,6 +247,7 @@ pub fn note_name(note: &Note) -> &'static str {
         Note::SecondRun { .. } => "second-run",
         Note::Killed => "killed",
         Note::Metrics(_) => "metrics",
+        Note::Construction(_) => "construction",
     }
 }
 

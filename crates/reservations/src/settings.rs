@@ -14,6 +14,7 @@
 
 use std::ops::Range;
 
+use leasesim_invariants::SettingsRule;
 use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Positive, Probability, period_ms, whole_field};
 use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
 use reservations_worker::{RetryPolicy, WorkerConfig};
@@ -215,6 +216,72 @@ fn split<T: Default>(section: Option<Spanned<T>>) -> (T, Range<usize>) {
         None => (T::default(), 0..0),
     }
 }
+
+/// A rule that a setting, written as its path in [`WorkerConfig`], is at least 1: the edge
+/// sets it to 1, the past to 0.
+macro_rules! positive {
+    ($name:literal, $setting:literal, $($field:ident).+) => {
+        SettingsRule {
+            name: $name,
+            setting: $setting,
+            holds: |config| config.$($field).+ >= 1,
+            edge: |config| {
+                let mut edge = config.clone();
+                edge.$($field).+ = 1;
+                edge
+            },
+            past: |config| {
+                let mut past = config.clone();
+                past.$($field).+ = 0;
+                past
+            },
+        }
+    };
+}
+
+/// The rules a worker configuration keeps, as the production factory's construction probe
+/// checks the core against them (`leasesim_invariants::probe`): edges and pasts derived from
+/// the run's configuration.
+pub const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
+    positive!("batch-positive", "batch_size", batch_size),
+    positive!("claim-positive", "claim_for_ms", claim_for_ms),
+    SettingsRule {
+        name: "idle-pause-positive",
+        setting: "idle_ms",
+        holds: |config| config.idle_ms + config.idle_jitter_ms >= 1,
+        edge: |config| WorkerConfig {
+            idle_ms: 1,
+            idle_jitter_ms: 0,
+            ..config.clone()
+        },
+        past: |config| WorkerConfig {
+            idle_ms: 0,
+            idle_jitter_ms: 0,
+            ..config.clone()
+        },
+    },
+    positive!("attempts-positive", "max_attempts", retry.max_attempts),
+    positive!(
+        "backoff-positive",
+        "initial_backoff_ms",
+        retry.initial_backoff_ms
+    ),
+    SettingsRule {
+        name: "backoff-within-cap",
+        setting: "max_backoff_ms",
+        holds: |config| config.retry.initial_backoff_ms <= config.retry.max_backoff_ms,
+        edge: |config| {
+            let mut edge = config.clone();
+            edge.retry.max_backoff_ms = edge.retry.initial_backoff_ms;
+            edge
+        },
+        past: |config| {
+            let mut past = config.clone();
+            past.retry.max_backoff_ms = past.retry.initial_backoff_ms - 1;
+            past
+        },
+    },
+];
 
 /// Checks the reservation part of a scenario file.
 pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {

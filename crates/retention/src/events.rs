@@ -16,6 +16,7 @@ use std::mem;
 use leasesim_events::{NetFailure, OpSet, Vocabulary, relative_clock, relative_clock_opt};
 
 pub use leasesim_events::{ClockMs, EPOCH_MS, Flow, Phase, ReplicaId, Stamped};
+use leasesim_invariants::ConstructionFinding;
 use serde::Serialize;
 
 /// A lease as it travels in requests and answers (its owner is the replica of the event).
@@ -266,6 +267,10 @@ pub enum Note {
         eligible_before_ms: u64,
         remaining: u64,
     },
+    /// Building this replica's worker, the production factory's construction probe found the
+    /// core refusing valid settings, accepting invalid ones, or reading back something else
+    /// (recorded only then; see `leasesim_invariants::probe`).
+    Construction(ConstructionFinding),
 }
 
 /// Note classes for checkers' interest masks (see `Vocabulary::note_class`).
@@ -276,6 +281,8 @@ pub mod notes {
     pub const TERM_ENDED: u32 = mask::note(1);
     pub const REVOKED: u32 = mask::note(2);
     pub const BACKLOG: u32 = mask::note(3);
+    /// What a construction probe found.
+    pub const CONSTRUCTION: u32 = mask::note(4);
     /// Terms and the backlog check: the run's structure every checker follows.
     pub const STRUCTURE: u32 = TERM_STARTED | TERM_ENDED | BACKLOG;
 }
@@ -308,6 +315,7 @@ impl Vocabulary for Retention {
             Note::TermEnded { .. } => 1,
             Note::Revoked { .. } => 2,
             Note::Backlog { .. } => 3,
+            Note::Construction(_) => 4,
         }
     }
 }

@@ -15,13 +15,15 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use leasesim_events::ReplicaId;
+use leasesim_invariants::{Built, Readback, probe};
 use leasesim_sim::{Port, TaskHandle};
 use retention_worker::{
     Clock, Lease, Leases, PortError, Records, RetentionWorker, RunError, TermReport, WorkerConfig,
 };
 
 use crate::Retention;
-use crate::events::{Answer, Failure, LeaseView, Request};
+use crate::events::{Answer, Failure, LeaseView, Note, Request};
+use crate::settings::WORKER_RULES;
 
 /// Everything a retention worker is built from.
 ///
@@ -93,8 +95,42 @@ impl WorkerUnderTest for SimWorker {
     }
 }
 
-/// The production worker built on one replica's ports.
+/// Probes the core's constructor against the run's configuration and the worker rules
+/// (`settings::WORKER_RULES`), building with `build`; records a finding as a
+/// `Note::Construction` of the replica (judged by `construction`).
+pub fn probe_construction(ports: &WorkerPorts, build: impl Fn(&WorkerConfig) -> Built) {
+    if let Some(finding) = probe(&ports.config, WORKER_RULES, build) {
+        ports.clock.0.note(Note::Construction(finding));
+    }
+}
+
+/// Builds the production core from `config` on clones of `ports`, for the construction probe.
+fn build_core(ports: &WorkerPorts, config: &WorkerConfig) -> Built {
+    let built = RetentionWorker::new(
+        ports.owner_id.clone(),
+        config.clone(),
+        ports.clock.clone(),
+        ports.leases.clone(),
+        ports.records.clone(),
+    );
+    match built {
+        Ok(core) => Built::Accepted(vec![
+            Readback {
+                accessor: "owner_id",
+                kept: core.owner_id() == ports.owner_id,
+            },
+            Readback {
+                accessor: "config",
+                kept: core.config() == config,
+            },
+        ]),
+        Err(error) => Built::Refused(error.to_string()),
+    }
+}
+
+/// The production worker built on one replica's ports, after its construction probe.
 pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
+    probe_construction(&ports, |config| build_core(&ports, config));
     RetentionWorker::new(
         ports.owner_id,
         ports.config,

@@ -150,6 +150,7 @@ pub fn note_text(note: &Note) -> String {
             "backlog check: {remaining} rows created before {} remain",
             clock(*eligible_before_ms)
         ),
+        Note::Construction(finding) => format!("** construction: {finding}"),
     }
 }
 
@@ -160,6 +161,7 @@ pub fn note_name(note: &Note) -> &'static str {
         Note::TermEnded { .. } => "term-ended",
         Note::Revoked { .. } => "revoked",
         Note::Backlog { .. } => "backlog",
+        Note::Construction(_) => "construction",
     }
 }
 

@@ -14,6 +14,7 @@
 
 use std::ops::Range;
 
+use leasesim_invariants::SettingsRule;
 use leasesim_sim::scenario::{MAX_SPAN_MS, Periodic, Probability, SpanMs, whole_field};
 use leasesim_sim::{EPOCH_MS, Env, Scale, ScenarioError, SystemPart, Tick};
 use retention_worker::WorkerConfig;
@@ -186,6 +187,64 @@ fn split<T: Default>(section: Option<Spanned<T>>) -> (T, Range<usize>) {
         None => (T::default(), 0..0),
     }
 }
+
+/// The rules a worker configuration keeps, as the production factory's construction probe
+/// checks the core against them (`leasesim_invariants::probe`): edges and pasts derived from
+/// the run's configuration.
+pub const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
+    SettingsRule {
+        name: "batch-positive",
+        setting: "batch_rows",
+        holds: |config| config.batch_rows >= 1,
+        edge: |config| WorkerConfig {
+            batch_rows: 1,
+            ..config.clone()
+        },
+        past: |config| WorkerConfig {
+            batch_rows: 0,
+            ..config.clone()
+        },
+    },
+    SettingsRule {
+        name: "batch-within-cap",
+        setting: "cap_rows",
+        holds: |config| config.batch_rows <= config.cap_rows,
+        edge: |config| WorkerConfig {
+            cap_rows: config.batch_rows,
+            ..config.clone()
+        },
+        past: |config| WorkerConfig {
+            cap_rows: config.batch_rows - 1,
+            ..config.clone()
+        },
+    },
+    SettingsRule {
+        name: "renewal-positive",
+        setting: "renew_every_ms",
+        holds: |config| config.renew_every_ms >= 1,
+        edge: |config| WorkerConfig {
+            renew_every_ms: 1,
+            ..config.clone()
+        },
+        past: |config| WorkerConfig {
+            renew_every_ms: 0,
+            ..config.clone()
+        },
+    },
+    SettingsRule {
+        name: "renewal-below-lifetime",
+        setting: "lease_ttl_ms",
+        holds: |config| config.renew_every_ms < config.lease_ttl_ms,
+        edge: |config| WorkerConfig {
+            renew_every_ms: config.lease_ttl_ms - 1,
+            ..config.clone()
+        },
+        past: |config| WorkerConfig {
+            renew_every_ms: config.lease_ttl_ms,
+            ..config.clone()
+        },
+    },
+];
 
 /// Checks the retention part of a scenario file.
 pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {

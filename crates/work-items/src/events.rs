@@ -15,6 +15,7 @@
 //! (`leasesim_events::EventKind<WorkItems>`); only the payloads below are this system's.
 
 use leasesim_events::{NetFailure, OpSet, Vocabulary};
+use leasesim_invariants::ConstructionFinding;
 use serde::Serialize;
 
 pub use leasesim_events::{ClockMs, EPOCH_MS, Phase, ReplicaId, Stamped};
@@ -477,6 +478,10 @@ pub enum Note {
         status: StatusView,
         first_open: Option<OpenItem>,
     },
+    /// Building this replica's worker, the production factory's construction probe found the
+    /// core refusing valid settings, accepting invalid ones, or reading back something else
+    /// (recorded only then; see `leasesim_invariants::probe`).
+    Construction(ConstructionFinding),
 }
 
 /// Note classes for checkers' interest masks.
@@ -485,6 +490,8 @@ pub mod notes {
 
     pub const PASS: u32 = mask::note(0);
     pub const TALLY: u32 = mask::note(1);
+    /// What a construction probe found.
+    pub const CONSTRUCTION: u32 = mask::note(2);
 }
 
 impl Vocabulary for WorkItems {
@@ -506,6 +513,7 @@ impl Vocabulary for WorkItems {
         match note {
             Note::PassStarted { .. } | Note::PassEnded { .. } => 0,
             Note::Tally { .. } => 1,
+            Note::Construction(_) => 2,
         }
     }
 }

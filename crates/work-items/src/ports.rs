@@ -18,6 +18,7 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use leasesim_events::{NetFailure, ReplicaId};
+use leasesim_invariants::{Built, Readback, probe};
 use leasesim_sim::{Port, World};
 use work_items_worker::{
     ApplyAck, ClaimError, Clock, Effect, IdempotencyKey, ItemError, ItemId, ItemWorker, Lease,
@@ -26,8 +27,9 @@ use work_items_worker::{
 };
 
 use crate::events::{
-    Answer, ErrorCode, Key, LeaseView, LookupView, Op, ProviderView, Request, WorkItems,
+    Answer, ErrorCode, Key, LeaseView, LookupView, Note, Op, ProviderView, Request, WorkItems,
 };
+use crate::settings::WORKER_RULES;
 
 /// Everything a work-item worker is built from.
 ///
@@ -89,8 +91,42 @@ impl WorkerUnderTest for SimWorker {
     }
 }
 
-/// The production worker built on one replica's ports.
+/// Probes the core's constructor against the run's configuration and the worker rules
+/// (`settings::WORKER_RULES`), building with `build`; records a finding as a
+/// `Note::Construction` of the replica (judged by `construction`).
+pub fn probe_construction(ports: &WorkerPorts, build: impl Fn(&WorkerConfig) -> Built) {
+    if let Some(finding) = probe(&ports.config, WORKER_RULES, build) {
+        ports.clock.0.note(Note::Construction(finding));
+    }
+}
+
+/// Builds the production core from `config` on clones of `ports`, for the construction probe.
+fn build_core(ports: &WorkerPorts, config: &WorkerConfig) -> Built {
+    let built = ItemWorker::new(
+        ports.owner_id.clone(),
+        config.clone(),
+        ports.clock.clone(),
+        ports.store.clone(),
+        ports.provider.clone(),
+    );
+    match built {
+        Ok(core) => Built::Accepted(vec![
+            Readback {
+                accessor: "owner_id",
+                kept: core.owner_id() == ports.owner_id,
+            },
+            Readback {
+                accessor: "config",
+                kept: core.config() == config,
+            },
+        ]),
+        Err(error) => Built::Refused(error.to_string()),
+    }
+}
+
+/// The production worker built on one replica's ports, after its construction probe.
 pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
+    probe_construction(&ports, |config| build_core(&ports, config));
     ItemWorker::new(
         ports.owner_id,
         ports.config,

@@ -344,6 +344,7 @@ pub fn note_text(note: &Note) -> String {
             });
             format!("tally: {}{first}", status_text(status))
         }
+        Note::Construction(finding) => format!("** construction: {finding}"),
     }
 }
 
@@ -352,6 +353,7 @@ pub fn note_name(note: &Note) -> &'static str {
         Note::PassStarted { .. } => "pass-started",
         Note::PassEnded { .. } => "pass-ended",
         Note::Tally { .. } => "tally",
+        Note::Construction(_) => "construction",
     }
 }
 

@@ -18,6 +18,7 @@ use std::ops::Range;
 
 use std::fmt;
 
+use leasesim_invariants::SettingsRule;
 use leasesim_sim::scenario::{MAX_SPAN_MS, Probability, whole_field};
 use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
 use serde::Deserialize;
@@ -228,6 +229,78 @@ fn split<T: Default>(section: Option<Spanned<T>>) -> (T, Range<usize>) {
 }
 
 /// Checks the work-items part of a scenario file.
+/// `SettingsRule` over [`WorkerConfig`] with a `u64` setting written as its field: `holds`
+/// is `low <= field`, the edge sets it to `low` and the past to `low - 1`.
+macro_rules! at_least {
+    ($name:literal, $field:ident, $low:expr) => {
+        SettingsRule {
+            name: $name,
+            setting: stringify!($field),
+            holds: |config| config.$field >= $low,
+            edge: |config| WorkerConfig {
+                $field: $low,
+                ..config.clone()
+            },
+            past: |config| WorkerConfig {
+                $field: $low - 1,
+                ..config.clone()
+            },
+        }
+    };
+}
+
+/// The rules a worker configuration keeps, as the production factory's construction probe
+/// checks the core against them (`leasesim_invariants::probe`): edges and pasts derived from
+/// the run's configuration.
+pub const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
+    SettingsRule {
+        name: "lease-at-least-2ms",
+        setting: "lease_ms",
+        holds: |config| config.lease_ms >= 2,
+        edge: |config| WorkerConfig {
+            lease_ms: 2,
+            renew_every_ms: 1,
+            ..config.clone()
+        },
+        // Also past `renewal-within-lease`, which needs a lease of 2 ms.
+        past: |config| WorkerConfig {
+            lease_ms: 1,
+            renew_every_ms: 1,
+            ..config.clone()
+        },
+    },
+    at_least!("renewal-positive", renew_every_ms, 1),
+    SettingsRule {
+        name: "renewal-within-lease",
+        setting: "renew_every_ms",
+        holds: |config| config.renew_every_ms < config.lease_ms,
+        edge: |config| WorkerConfig {
+            renew_every_ms: config.lease_ms - 1,
+            ..config.clone()
+        },
+        past: |config| WorkerConfig {
+            renew_every_ms: config.lease_ms,
+            ..config.clone()
+        },
+    },
+    at_least!("attempts-positive", max_attempts, 1),
+    at_least!("backoff-positive", backoff_ms, 1),
+    SettingsRule {
+        name: "backoff-cap-at-least-backoff",
+        setting: "backoff_cap_ms",
+        holds: |config| config.backoff_cap_ms >= config.backoff_ms,
+        edge: |config| WorkerConfig {
+            backoff_cap_ms: config.backoff_ms,
+            ..config.clone()
+        },
+        past: |config| WorkerConfig {
+            backoff_cap_ms: config.backoff_ms - 1,
+            ..config.clone()
+        },
+    },
+    at_least!("deadline-positive", deadline_ms, 1),
+];
+
 pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
     let file: SettingsFile = part.deserialize()?;
     let items = file.items;

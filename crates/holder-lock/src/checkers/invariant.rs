@@ -2,9 +2,9 @@
 
 use std::fmt;
 
-use leasesim_invariants::InvariantName;
+use leasesim_invariants::{CONSTRUCTION_HOLDS_WHEN, InvariantName};
 
-/// One of the fourteen properties every holder-lock run is checked against.
+/// One of the fifteen properties every holder-lock run is checked against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Invariant {
     DeleteOwnClaim,
@@ -20,12 +20,13 @@ pub enum Invariant {
     StopQuiesces,
     StopJoins,
     StopPrompt,
+    Construction,
     Liveness,
 }
 
 impl Invariant {
     /// How many invariants there are.
-    pub const COUNT: usize = 14;
+    pub const COUNT: usize = 15;
 
     /// Every invariant, in the order checkers see an event: the issue's six first.
     pub const ALL: [Invariant; Invariant::COUNT] = [
@@ -42,6 +43,7 @@ impl Invariant {
         Invariant::StopQuiesces,
         Invariant::StopJoins,
         Invariant::StopPrompt,
+        Invariant::Construction,
         Invariant::Liveness,
     ];
 
@@ -61,6 +63,7 @@ impl Invariant {
             Invariant::StopQuiesces => "stop-quiesces",
             Invariant::StopJoins => "stop-joins",
             Invariant::StopPrompt => "stop-prompt",
+            Invariant::Construction => "construction",
             Invariant::Liveness => "liveness",
         }
     }
@@ -121,6 +124,7 @@ impl Invariant {
             Invariant::StopJoins => {
                 "stop() returns only after the attempt ended and no call is pending"
             }
+            Invariant::Construction => CONSTRUCTION_HOLDS_WHEN,
             Invariant::Liveness => {
                 "once faults heal, attempts end within the bound (also those running at \
                  healing) and every stop() returns"

@@ -53,6 +53,10 @@ use crate::events::{Event, EventKind, Stamped};
 /// `stop-prompt`: the shared checker (a stopping worker waits on no timer).
 type StopPrompt = leasesim_invariants::StopPrompt<HolderLock>;
 
+/// `construction`: the shared checker (the core is built as asked and refuses invalid
+/// settings).
+type Construction = leasesim_invariants::Construction<HolderLock>;
+
 /// A violation of one of the holder-lock system's invariants.
 pub type Violation = leasesim_invariants::Violation<HolderLock>;
 
@@ -138,6 +142,14 @@ any_checker! {
     StopQuiesces => |_| StopQuiesces::new(),
     StopJoins => |_| StopJoins::new(),
     StopPrompt => |_| StopPrompt::new(Invariant::StopPrompt),
+    Construction => |_| Construction::new(
+        Invariant::Construction,
+        |note| match note {
+            crate::events::Note::Construction(finding) => Some(*finding),
+            _ => None,
+        },
+        crate::events::notes::CONSTRUCTION,
+    ),
     Liveness => Liveness::new,
 }
 

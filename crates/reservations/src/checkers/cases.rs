@@ -558,6 +558,23 @@ fn claiming_again_at_once_after_a_hold_not_yet_due_breaks_no_hot_reclaim() {
 }
 
 #[test]
+fn a_construction_finding_breaks_construction_and_nothing_else_does() {
+    use leasesim_invariants::{ConstructionFinding, ConstructionProblem};
+    let mut s = claimed();
+    assert_holds(Invariant::Construction, &s);
+    let finding = ConstructionFinding {
+        rule: "batch-positive",
+        problem: ConstructionProblem::PastAccepted,
+    };
+    let seq = s.on(R1, EventKind::Note(Note::Construction(finding)));
+    let words = [
+        "building r1's worker",
+        "accepted settings one step past rule batch-positive",
+    ];
+    assert_broken(Invariant::Construction, &s, seq, &words);
+}
+
+#[test]
 fn every_invariant_has_a_breaking_case_here() {
     // The tests above cover every invariant; this list keeps that true when one is added.
     let covered = [
@@ -580,6 +597,7 @@ fn every_invariant_has_a_breaking_case_here() {
         Invariant::StopQuiesces,
         Invariant::StopJoins,
         Invariant::RunReport,
+        Invariant::Construction,
         Invariant::Liveness,
     ];
     assert_eq!(covered, Invariant::ALL);

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use leasesim_invariants::InvariantName;
+use leasesim_invariants::{CONSTRUCTION_HOLDS_WHEN, InvariantName};
 
 /// One of the properties every reservation run is checked against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -32,12 +32,13 @@ pub enum Invariant {
     StopQuiesces,
     StopJoins,
     RunReport,
+    Construction,
     Liveness,
 }
 
 impl Invariant {
     /// How many invariants there are.
-    pub const COUNT: usize = 20;
+    pub const COUNT: usize = 21;
 
     /// Every invariant: the store side first, then the worker side, then liveness. Also the
     /// order checkers see an event in.
@@ -61,6 +62,7 @@ impl Invariant {
         Invariant::StopQuiesces,
         Invariant::StopJoins,
         Invariant::RunReport,
+        Invariant::Construction,
         Invariant::Liveness,
     ];
 
@@ -199,6 +201,11 @@ const TEXT: [(Invariant, &str, &str); Invariant::COUNT] = [
         "run-report",
         "the metrics run() reports match what its calls sent and were answered, and a \
                  second run() while one is active is refused at once",
+    ),
+    (
+        Invariant::Construction,
+        "construction",
+        CONSTRUCTION_HOLDS_WHEN,
     ),
     (
         Invariant::Liveness,

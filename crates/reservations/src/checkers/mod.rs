@@ -58,6 +58,9 @@ use store_side::{
 use crate::Reservations;
 use crate::events::{Event, EventKind, Stamped, notes};
 
+/// `construction`, written once for every system (`leasesim_invariants::Construction`).
+type Construction = leasesim_invariants::Construction<Reservations>;
+
 /// A violation of one of the reservation system's invariants.
 pub type Violation = leasesim_invariants::Violation<Reservations>;
 
@@ -164,6 +167,14 @@ any_checker! {
     StopQuiesces => |_| StopQuiesces::default(),
     StopJoins => |_| StopJoins::default(),
     RunReport => |_| RunReport::default(),
+    Construction => |_| Construction::new(
+        Invariant::Construction,
+        |note| match note {
+            crate::events::Note::Construction(finding) => Some(*finding),
+            _ => None,
+        },
+        notes::CONSTRUCTION,
+    ),
     Liveness => Liveness::new,
 }
 

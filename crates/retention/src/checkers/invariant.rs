@@ -7,11 +7,12 @@
 
 use std::fmt;
 
-use leasesim_invariants::InvariantName;
+use leasesim_invariants::{CONSTRUCTION_HOLDS_WHEN, InvariantName};
 
-/// One of the twenty-seven properties every run is checked against: the contract's fifteen,
+/// One of the twenty-eight properties every run is checked against: the contract's fifteen,
 /// then the ten the contract audit added (see the crate docs), then the two deadlines that
-/// mutation testing showed missing (a renewal that never comes, a stop that waits on a timer).
+/// mutation testing showed missing (a renewal that never comes, a stop that waits on a timer),
+/// then the construction probe's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Invariant {
     StaleTokenDelete,
@@ -41,11 +42,12 @@ pub enum Invariant {
     TermReport,
     RenewalDue,
     StopPrompt,
+    Construction,
 }
 
 impl Invariant {
     /// How many invariants there are.
-    pub const COUNT: usize = 27;
+    pub const COUNT: usize = 28;
 
     /// Every invariant: the contract's fifteen in its order, then the audit's additions, then
     /// the deadlines mutation testing asked for. This
@@ -79,6 +81,7 @@ impl Invariant {
         Invariant::TermReport,
         Invariant::RenewalDue,
         Invariant::StopPrompt,
+        Invariant::Construction,
     ];
 
     /// The contract's kebab-case name, e.g. `"stale-token-delete"`.
@@ -111,6 +114,7 @@ impl Invariant {
             Invariant::TermReport => "term-report",
             Invariant::RenewalDue => "renewal-due",
             Invariant::StopPrompt => "stop-prompt",
+            Invariant::Construction => "construction",
         }
     }
 
@@ -253,6 +257,7 @@ const HOLDS_WHEN: [(Invariant, &str); Invariant::COUNT] = [
         "once stop() is called, the release and stop()'s return come no later than the latest \
          answer, pause end or the stop call itself: stopping waits on no timer",
     ),
+    (Invariant::Construction, CONSTRUCTION_HOLDS_WHEN),
 ];
 
 impl InvariantName for Invariant {

@@ -64,6 +64,10 @@ use timing::RenewalDue;
 
 /// `stop-prompt`: the shared checker (a stopping worker waits on no timer).
 type StopPrompt = leasesim_invariants::StopPrompt<Retention>;
+
+/// `construction`: the shared checker (the core is built as asked and refuses invalid
+/// settings).
+type Construction = leasesim_invariants::Construction<Retention>;
 use tokens::{LatestToken, NoDeleteAfterLoss, StaleTokenDelete};
 
 use crate::Retention;
@@ -198,6 +202,14 @@ any_checker! {
     TermReport => TermReport::new,
     RenewalDue => |_| RenewalDue::new(),
     StopPrompt => |_| StopPrompt::new(Invariant::StopPrompt),
+    Construction => |_| Construction::new(
+        Invariant::Construction,
+        |note| match note {
+            crate::events::Note::Construction(finding) => Some(*finding),
+            _ => None,
+        },
+        crate::events::notes::CONSTRUCTION,
+    ),
 }
 
 impl AnyChecker {

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use leasesim_invariants::InvariantName;
+use leasesim_invariants::{CONSTRUCTION_HOLDS_WHEN, InvariantName};
 
 /// One of the properties every work-items run is checked against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -26,12 +26,13 @@ pub enum Invariant {
     StopQuiesces,
     StopJoins,
     StopPrompt,
+    Construction,
     RunReport,
     ItemsSettle,
 }
 
 impl Invariant {
-    pub const COUNT: usize = 17;
+    pub const COUNT: usize = 18;
 
     /// Every invariant, in the order checkers see an event: the services' side first (what
     /// the store and the provider applied), then the worker's side, then the report and
@@ -52,6 +53,7 @@ impl Invariant {
         Invariant::StopQuiesces,
         Invariant::StopJoins,
         Invariant::StopPrompt,
+        Invariant::Construction,
         Invariant::RunReport,
         Invariant::ItemsSettle,
     ];
@@ -73,6 +75,7 @@ impl Invariant {
             Invariant::StopQuiesces => "stop-quiesces",
             Invariant::StopJoins => "stop-joins",
             Invariant::StopPrompt => "stop-prompt",
+            Invariant::Construction => "construction",
             Invariant::RunReport => "run-report",
             Invariant::ItemsSettle => "items-settle",
         }
@@ -191,6 +194,7 @@ const HOLDS_WHEN: [(Invariant, &str); Invariant::COUNT] = [
          the instant of the latest answer, pause end or stop call (a release or fail \
          resent after its own failure waits out its backoff, judged by retry-backoff)",
     ),
+    (Invariant::Construction, CONSTRUCTION_HOLDS_WHEN),
     (
         Invariant::RunReport,
         "the report run() returns matches its answers: its done, failed, released, lost \

@@ -58,6 +58,9 @@ use crate::events::{Event, EventKind, Op, Stamped, WorkItems, notes};
 /// `stop-prompt`, written once for every system (`leasesim_invariants::StopPrompt`).
 type StopPrompt = leasesim_invariants::StopPrompt<WorkItems>;
 
+/// `construction`, written once for every system (`leasesim_invariants::Construction`).
+type Construction = leasesim_invariants::Construction<WorkItems>;
+
 /// A violation of one of the work-items system's invariants.
 pub type Violation = leasesim_invariants::Violation<WorkItems>;
 
@@ -157,6 +160,14 @@ any_checker! {
     StopQuiesces => |_| StopQuiesces::new(),
     StopJoins => StopJoins::new,
     StopPrompt => |_| StopPrompt::new(Invariant::StopPrompt).retrying(&[Op::Release, Op::Fail]),
+    Construction => |_| Construction::new(
+        Invariant::Construction,
+        |note| match note {
+            crate::events::Note::Construction(finding) => Some(*finding),
+            _ => None,
+        },
+        notes::CONSTRUCTION,
+    ),
     RunReport => |_| RunReport::new(),
     ItemsSettle => |_| ItemsSettle::new(),
 }
