@@ -82,8 +82,10 @@ impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Rc<W> {
 /// Builds one retention worker per replica.
 pub type WorkerFactory = leasesim_sim::WorkerFactory<Retention>;
 
-/// The production worker on simulated ports.
-pub type SimWorker = RetentionWorker<SimClock, SimLeases, SimRecords>;
+/// The production worker on simulated ports. Its clock comes through an `Rc`, as a process
+/// shares one clock between its parts, so a run also goes through the core's forwarding of
+/// the clock port for `Rc<T>`.
+pub type SimWorker = RetentionWorker<Rc<SimClock>, SimLeases, SimRecords>;
 
 impl WorkerUnderTest for SimWorker {
     fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>> {
@@ -134,7 +136,7 @@ pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
     RetentionWorker::new(
         ports.owner_id,
         ports.config,
-        ports.clock,
+        Rc::new(ports.clock),
         ports.leases,
         ports.records,
     )

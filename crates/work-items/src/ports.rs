@@ -78,8 +78,10 @@ impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Rc<W> {
 /// Builds one work-item worker per replica.
 pub type WorkerFactory = leasesim_sim::WorkerFactory<WorkItems>;
 
-/// The production worker on simulated ports.
-pub type SimWorker = ItemWorker<SimClock, SimStore, SimProvider>;
+/// The production worker on simulated ports. Its clock comes through an `Rc`, as a process
+/// shares one clock between its parts, so a run also goes through the core's forwarding of
+/// the clock port for `Rc<T>`.
+pub type SimWorker = ItemWorker<Rc<SimClock>, SimStore, SimProvider>;
 
 impl WorkerUnderTest for SimWorker {
     fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>> {
@@ -130,7 +132,7 @@ pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
     ItemWorker::new(
         ports.owner_id,
         ports.config,
-        ports.clock,
+        Rc::new(ports.clock),
         ports.store,
         ports.provider,
     )
