@@ -21,7 +21,7 @@ use leasesim_sim::{Port, World};
 
 use crate::events::{Answer, HolderLock, Key, Note, Request};
 use crate::services;
-use crate::settings::CLAIM_RULES;
+use crate::settings::CLAIM_SETTINGS;
 
 /// Everything a holder-lock worker is built from.
 ///
@@ -81,10 +81,10 @@ impl WorkerUnderTest for SimWorker {
 }
 
 /// Probes the core's constructor against the run's configuration and the claim rules
-/// (`settings::CLAIM_RULES`), building with `build`; records a finding as a
+/// (`settings::CLAIM_SETTINGS`), building with `build`; records a finding as a
 /// `Note::Construction` of the replica (judged by `construction`).
 pub fn probe_construction(ports: &HolderPorts, build: impl Fn(&ClaimConfig) -> Built) {
-    if let Some(finding) = probe(&ports.config, CLAIM_RULES, build) {
+    if let Some(finding) = probe(&ports.config, &CLAIM_SETTINGS, build) {
         ports.clock.0.note(Note::Construction(finding));
     }
 }

@@ -15,7 +15,7 @@
 //!   it drew.
 
 use holder_lock_worker::ClaimConfig;
-use leasesim_invariants::SettingsRule;
+use leasesim_invariants::{SettingsRule, SettingsRules};
 use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Periodic, Positive, Probability, whole_field};
 use leasesim_sim::{Env, Scale, ScenarioError, SystemPart, Tick};
 use serde::Deserialize;
@@ -29,10 +29,26 @@ fn trusted_ms(lifetime_ms: u64) -> u64 {
     lifetime_ms - lifetime_ms / 5
 }
 
-/// The rules a claim configuration keeps, as the production factory's construction probe
-/// checks the core against them (`leasesim_invariants::probe`): edges and pasts derived from
-/// the run's configuration.
-pub const CLAIM_RULES: &[SettingsRule<ClaimConfig>] = &[
+/// What the harness states about the core's settings: the rules below and the documented
+/// defaults. The production factory's construction probe checks the core against them
+/// (`leasesim_invariants::probe`).
+pub const CLAIM_SETTINGS: SettingsRules<ClaimConfig> = SettingsRules {
+    rules: CLAIM_RULES,
+    documented_default,
+};
+
+/// The default `ClaimConfig`'s documentation states: it "claims `job:nightly-rollup` for five
+/// minutes and renews it every minute".
+fn documented_default() -> ClaimConfig {
+    ClaimConfig {
+        key: "job:nightly-rollup".into(),
+        lifetime_ms: 300_000,
+        renew_every_ms: Some(60_000),
+    }
+}
+
+/// The rules a configuration keeps, with edges and pasts derived from the run's configuration.
+const CLAIM_RULES: &[SettingsRule<ClaimConfig>] = &[
     SettingsRule {
         name: "key-not-empty",
         setting: "key",

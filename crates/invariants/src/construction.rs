@@ -11,7 +11,8 @@
 //! - *probe*: builds the core from the run's settings and from each rule's edge and past
 //!   ([`probe`]). The core must accept the run's settings and every edge, refuse every past
 //!   with a message that names the setting, and read back what it was built with (its
-//!   accessors: the owner id, the settings).
+//!   accessors: the owner id, the settings); its `Default` settings must be the ones it
+//!   documents.
 //! - *finding*: the first thing a probe found wrong ([`ConstructionFinding`]). A system's
 //!   production factory runs the probe each time it builds a worker and records a finding as
 //!   a note; the checker fails the run on it.
@@ -30,7 +31,16 @@ use crate::{Checker, Judged, Violation};
 /// What a run that keeps `construction` guarantees, in every system's words.
 pub const CONSTRUCTION_HOLDS_WHEN: &str = "the production core accepts the run's settings and \
      the valid settings at each rule's boundary, refuses settings one step past each rule with a \
-     message naming the setting, and its accessors read back what it was built with";
+     message naming the setting, its accessors read back what it was built with, and its default \
+     settings are the documented ones";
+
+/// What a system states about its core's settings: its rules, and the defaults the core
+/// documents (what its `Default` must give).
+pub struct SettingsRules<C: 'static> {
+    pub rules: &'static [SettingsRule<C>],
+    /// The defaults as the core's documentation states them, written out by the harness.
+    pub documented_default: fn() -> C,
+}
 
 /// One rule on a core's settings (see the module docs).
 pub struct SettingsRule<C> {
@@ -78,6 +88,8 @@ pub enum ConstructionProblem {
     PastUnnamed,
     /// An accessor of a core built from the run's settings read back something else.
     Readback(&'static str),
+    /// The core's default settings are not the ones it documents.
+    DefaultUndocumented,
 }
 
 /// The first thing a probe found wrong.
@@ -113,18 +125,25 @@ impl fmt::Display for ConstructionFinding {
                 f,
                 "{accessor}() of a core built from the run's settings read back something else"
             ),
+            ConstructionProblem::DefaultUndocumented => {
+                write!(
+                    f,
+                    "the core's default settings are not the ones it documents"
+                )
+            }
         }
     }
 }
 
 /// Probes a core's constructor with the run's settings `run` (which keep every rule) and with
-/// each rule's edge and past; `build` builds the core from settings. The first finding, if
-/// any.
-pub fn probe<C: Debug>(
+/// each rule's edge and past, and its default settings against the documented ones; `build`
+/// builds the core from settings. The first finding, if any.
+pub fn probe<C: Debug + Default + PartialEq>(
     run: &C,
-    rules: &[SettingsRule<C>],
+    settings: &SettingsRules<C>,
     build: impl Fn(&C) -> Built,
 ) -> Option<ConstructionFinding> {
+    let rules = settings.rules;
     let keeps_all = |settings: &C| rules.iter().all(|rule| (rule.holds)(settings));
     // invariant: the probe starts from settings the harness itself holds valid.
     assert!(keeps_all(run), "the run's settings break a rule: {run:?}");
@@ -136,6 +155,9 @@ pub fn probe<C: Debug>(
                 return finding("run", ConstructionProblem::Readback(wrong.accessor));
             }
         }
+    }
+    if C::default() != (settings.documented_default)() {
+        return finding("default", ConstructionProblem::DefaultUndocumented);
     }
     for rule in rules {
         let (edge, past) = ((rule.edge)(run), (rule.past)(run));
@@ -228,14 +250,25 @@ impl<V: Judged> Checker<V> for Construction<V> {
 mod tests {
     use super::*;
 
-    /// Settings of a toy core: `1 <= batch <= cap`.
+    /// Settings of a toy core: `1 <= batch <= cap`; by default a batch of 1 and a cap of 10.
     #[derive(Clone, Debug, PartialEq)]
     struct Toy {
         batch: u32,
         cap: u32,
     }
 
-    const RULES: &[SettingsRule<Toy>] = &[
+    impl Default for Toy {
+        fn default() -> Self {
+            Toy { batch: 1, cap: 10 }
+        }
+    }
+
+    const RULES: SettingsRules<Toy> = SettingsRules {
+        rules: TOY_RULES,
+        documented_default: || Toy { batch: 1, cap: 10 },
+    };
+
+    const TOY_RULES: &[SettingsRule<Toy>] = &[
         SettingsRule {
             name: "batch-positive",
             setting: "batch",
@@ -278,7 +311,7 @@ mod tests {
     }
 
     fn found(check: fn(&Toy) -> Result<(), &'static str>) -> Option<ConstructionFinding> {
-        probe(&Toy { batch: 3, cap: 10 }, RULES, builder(check))
+        probe(&Toy { batch: 3, cap: 10 }, &RULES, builder(check))
     }
 
     #[test]
@@ -335,10 +368,25 @@ mod tests {
             }])
         };
         assert_eq!(
-            probe(&Toy { batch: 3, cap: 10 }, RULES, forgetful),
+            probe(&Toy { batch: 3, cap: 10 }, &RULES, forgetful),
             Some(ConstructionFinding {
                 rule: "run",
                 problem: ConstructionProblem::Readback("owner_id")
+            })
+        );
+    }
+
+    #[test]
+    fn a_default_other_than_the_documented_one_is_found() {
+        let other = SettingsRules {
+            rules: TOY_RULES,
+            documented_default: || Toy { batch: 1, cap: 20 },
+        };
+        assert_eq!(
+            probe(&Toy { batch: 3, cap: 10 }, &other, builder(right)),
+            Some(ConstructionFinding {
+                rule: "default",
+                problem: ConstructionProblem::DefaultUndocumented
             })
         );
     }

@@ -32,7 +32,7 @@ mod violation;
 
 pub use construction::{
     Built, CONSTRUCTION_HOLDS_WHEN, Construction, ConstructionFinding, ConstructionProblem,
-    Readback, SettingsRule, probe,
+    Readback, SettingsRule, SettingsRules, probe,
 };
 pub use coverage::{Coverage, CoverageTally, SituationSet};
 pub use in_flight::{InFlightCoverage, Landing};

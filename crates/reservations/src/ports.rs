@@ -33,7 +33,7 @@ use crate::events::{
     Answer, ClassView, Failure, LetterView, Note, OutcomeView, ReasonView, Request,
 };
 use crate::services::Process;
-use crate::settings::WORKER_RULES;
+use crate::settings::WORKER_SETTINGS;
 
 /// Everything an expiry worker is built from.
 ///
@@ -83,10 +83,10 @@ impl WorkerUnderTest for SimWorker {
 }
 
 /// Probes the core's constructor against the run's configuration and the worker rules
-/// (`settings::WORKER_RULES`), building with `build`; records a finding as a
+/// (`settings::WORKER_SETTINGS`), building with `build`; records a finding as a
 /// `Note::Construction` of the replica (judged by `construction`).
 pub fn probe_construction(ports: &WorkerPorts, build: impl Fn(&WorkerConfig) -> Built) {
-    if let Some(finding) = probe(&ports.config, WORKER_RULES, build) {
+    if let Some(finding) = probe(&ports.config, &WORKER_SETTINGS, build) {
         ports.clock.port.note(Note::Construction(finding));
     }
 }

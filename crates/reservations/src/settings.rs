@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use leasesim_invariants::SettingsRule;
+use leasesim_invariants::{SettingsRule, SettingsRules};
 use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Positive, Probability, period_ms, whole_field};
 use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
 use reservations_worker::{RetryPolicy, WorkerConfig};
@@ -239,10 +239,33 @@ macro_rules! positive {
     };
 }
 
-/// The rules a worker configuration keeps, as the production factory's construction probe
-/// checks the core against them (`leasesim_invariants::probe`): edges and pasts derived from
-/// the run's configuration.
-pub const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
+/// What the harness states about the core's settings: the rules below and the documented
+/// defaults. The production factory's construction probe checks the core against them
+/// (`leasesim_invariants::probe`).
+pub const WORKER_SETTINGS: SettingsRules<WorkerConfig> = SettingsRules {
+    rules: WORKER_RULES,
+    documented_default,
+};
+
+/// The defaults `WorkerConfig`'s documentation states, after the seed: "batches of 50, 60 s
+/// claims, an idle pause of 1 s plus up to 2 s, and the default `RetryPolicy` (500 ms
+/// doubling, capped at 30 s, 5 attempts)".
+fn documented_default() -> WorkerConfig {
+    WorkerConfig {
+        batch_size: 50,
+        claim_for_ms: 60_000,
+        idle_ms: 1_000,
+        idle_jitter_ms: 2_000,
+        retry: RetryPolicy {
+            initial_backoff_ms: 500,
+            max_backoff_ms: 30_000,
+            max_attempts: 5,
+        },
+    }
+}
+
+/// The rules a configuration keeps, with edges and pasts derived from the run's configuration.
+const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
     positive!("batch-positive", "batch_size", batch_size),
     positive!("claim-positive", "claim_for_ms", claim_for_ms),
     SettingsRule {

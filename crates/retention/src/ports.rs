@@ -23,7 +23,7 @@ use retention_worker::{
 
 use crate::Retention;
 use crate::events::{Answer, Failure, LeaseView, Note, Request};
-use crate::settings::WORKER_RULES;
+use crate::settings::WORKER_SETTINGS;
 
 /// Everything a retention worker is built from.
 ///
@@ -98,10 +98,10 @@ impl WorkerUnderTest for SimWorker {
 }
 
 /// Probes the core's constructor against the run's configuration and the worker rules
-/// (`settings::WORKER_RULES`), building with `build`; records a finding as a
+/// (`settings::WORKER_SETTINGS`), building with `build`; records a finding as a
 /// `Note::Construction` of the replica (judged by `construction`).
 pub fn probe_construction(ports: &WorkerPorts, build: impl Fn(&WorkerConfig) -> Built) {
-    if let Some(finding) = probe(&ports.config, WORKER_RULES, build) {
+    if let Some(finding) = probe(&ports.config, &WORKER_SETTINGS, build) {
         ports.clock.0.note(Note::Construction(finding));
     }
 }

@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use leasesim_invariants::SettingsRule;
+use leasesim_invariants::{SettingsRule, SettingsRules};
 use leasesim_sim::scenario::{MAX_SPAN_MS, Periodic, Probability, SpanMs, whole_field};
 use leasesim_sim::{EPOCH_MS, Env, Scale, ScenarioError, SystemPart, Tick};
 use retention_worker::WorkerConfig;
@@ -188,10 +188,28 @@ fn split<T: Default>(section: Option<Spanned<T>>) -> (T, Range<usize>) {
     }
 }
 
-/// The rules a worker configuration keeps, as the production factory's construction probe
-/// checks the core against them (`leasesim_invariants::probe`): edges and pasts derived from
-/// the run's configuration.
-pub const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
+/// What the harness states about the core's settings: the rules below and the documented
+/// defaults. The production factory's construction probe checks the core against them
+/// (`leasesim_invariants::probe`).
+pub const WORKER_SETTINGS: SettingsRules<WorkerConfig> = SettingsRules {
+    rules: WORKER_RULES,
+    documented_default,
+};
+
+/// The defaults `WorkerConfig`'s documentation states: "200-row batches, a 1,000-row cap per
+/// term, 7 days of retention, a renewal every 10 s and a 30 s lease lifetime".
+fn documented_default() -> WorkerConfig {
+    WorkerConfig {
+        batch_rows: 200,
+        cap_rows: 1_000,
+        retention_ms: 604_800_000,
+        renew_every_ms: 10_000,
+        lease_ttl_ms: 30_000,
+    }
+}
+
+/// The rules a configuration keeps, with edges and pasts derived from the run's configuration.
+const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
     SettingsRule {
         name: "batch-positive",
         setting: "batch_rows",

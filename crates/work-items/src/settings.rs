@@ -18,7 +18,7 @@ use std::ops::Range;
 
 use std::fmt;
 
-use leasesim_invariants::SettingsRule;
+use leasesim_invariants::{SettingsRule, SettingsRules};
 use leasesim_sim::scenario::{MAX_SPAN_MS, Probability, whole_field};
 use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
 use serde::Deserialize;
@@ -249,10 +249,31 @@ macro_rules! at_least {
     };
 }
 
-/// The rules a worker configuration keeps, as the production factory's construction probe
-/// checks the core against them (`leasesim_invariants::probe`): edges and pasts derived from
-/// the run's configuration.
-pub const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
+/// What the harness states about the core's settings: the rules below and the documented
+/// defaults. The production factory's construction probe checks the core against them
+/// (`leasesim_invariants::probe`).
+pub const WORKER_SETTINGS: SettingsRules<WorkerConfig> = SettingsRules {
+    rules: WORKER_RULES,
+    documented_default,
+};
+
+/// The defaults `WorkerConfig`'s documentation states: "30 s leases renewed every 10 s, 3
+/// attempts per item, 3 retries per call with backoffs from 100 ms doubling up to 2 s, and an
+/// hour per run".
+fn documented_default() -> WorkerConfig {
+    WorkerConfig {
+        lease_ms: 30_000,
+        renew_every_ms: 10_000,
+        max_attempts: 3,
+        max_retries: 3,
+        backoff_ms: 100,
+        backoff_cap_ms: 2_000,
+        deadline_ms: 3_600_000,
+    }
+}
+
+/// The rules a configuration keeps, with edges and pasts derived from the run's configuration.
+const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
     SettingsRule {
         name: "lease-at-least-2ms",
         setting: "lease_ms",
