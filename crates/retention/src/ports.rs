@@ -106,14 +106,34 @@ pub fn probe_construction(ports: &WorkerPorts, build: impl Fn(&WorkerConfig) -> 
     }
 }
 
-/// Builds the production core from `config` on clones of `ports`, for the construction probe.
+/// A clock that reads one fixed instant and never sleeps. The construction probe builds the
+/// core on it (borrowed, as a process that lends its ports would) and reads it back through
+/// `clock()`, without a read of the run's clock.
+struct StillClock;
+
+/// What [`StillClock`] reads: a day after the epoch of its own.
+const STILL_NOW_MS: u64 = 86_400_000;
+
+impl Clock for StillClock {
+    fn now_ms(&self) -> u64 {
+        STILL_NOW_MS
+    }
+
+    fn sleep(&self, _ms: u64) -> impl Future<Output = ()> {
+        std::future::ready(())
+    }
+}
+
+/// Builds the production core from `config` on borrowed ports (the replica's leases and
+/// records, and a [`StillClock`]), for the construction probe; nothing is called on them.
 fn build_core(ports: &WorkerPorts, config: &WorkerConfig) -> Built {
+    let clock = StillClock;
     let built = RetentionWorker::new(
         ports.owner_id.clone(),
         config.clone(),
-        ports.clock.clone(),
-        ports.leases.clone(),
-        ports.records.clone(),
+        &clock,
+        &ports.leases,
+        &ports.records,
     );
     match built {
         Ok(core) => Built::Accepted(vec![
@@ -124,6 +144,10 @@ fn build_core(ports: &WorkerPorts, config: &WorkerConfig) -> Built {
             Readback {
                 accessor: "config",
                 kept: core.config() == config,
+            },
+            Readback {
+                accessor: "clock",
+                kept: core.clock().now_ms() == STILL_NOW_MS,
             },
         ]),
         Err(error) => Built::Refused(error.to_string()),
