@@ -27,6 +27,27 @@ bench:
 snap:
     cargo insta test --workspace --review
 
+# Verdicts of every worker, the correct one included, over its system's default scenarios
+# under random and pct:3 (SEEDS seeds each), wall-clock rates left out: run it before and after
+# a change that must keep verdicts, then `diff -r` the two folders (`just verdicts /tmp/before`).
+verdicts OUT SEEDS="150":
+    #!/usr/bin/env bash
+    set -uo pipefail
+    cargo build --release -q -p leasesim --bin leasesim
+    mkdir -p "{{OUT}}"
+    for system in retention work-items reservations holder-lock; do
+      workers=$(./target/release/leasesim list --system "$system" \
+        | sed -n "/^$system workers:/,/^$/p" | awk 'NR > 1 && NF { print $1 }')
+      for worker in $workers; do
+        for strategy in random pct:3; do
+          ./target/release/leasesim fuzz --system "$system" --worker "$worker" \
+            --strategy "$strategy" --seeds {{SEEDS}} --no-failure-db --json 2>/dev/null \
+            | grep -v '_per_s"' > "{{OUT}}/$system-$worker-${strategy/:/}.json"
+        done
+      done
+    done
+    ls "{{OUT}}" | wc -l
+
 # fmt + clippy + tests + fuzz smoke, exactly as CI runs them.
 ci:
     bash .ci/run
