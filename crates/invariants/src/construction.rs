@@ -240,10 +240,6 @@ impl<V: Judged> Checker<V> for Construction<V> {
         let sentence = format!("{who}{found}");
         Some(Violation::new(self.invariant, event, [], sentence))
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &V::Facts) -> Option<Violation<V>> {
-        None
-    }
 }
 
 #[cfg(test)]

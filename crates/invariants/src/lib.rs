@@ -24,6 +24,7 @@
 
 mod construction;
 mod coverage;
+mod declare;
 mod in_flight;
 mod set;
 mod stop_prompt;
@@ -42,6 +43,12 @@ pub use track::{CallBook, PerReplica, Ring, replica_of};
 pub use violation::{At, MAX_CONTEXT, Violation};
 
 use std::fmt::Debug;
+
+/// What [`invariants!`] expands to names through `$crate`.
+#[doc(hidden)]
+pub mod __private {
+    pub use leasesim_events::{Event, EventKind, Stamped};
+}
 
 use leasesim_events::{Event, EventKind, Stamped, Vocabulary};
 
@@ -137,6 +144,10 @@ pub trait Checker<V: Judged> {
     fn on_event(&mut self, event: &Stamped<Event<V>>, facts: &V::Facts) -> Option<Violation<V>>;
 
     /// Called once after the last event (end of run, virtual time `end_ms`), when the facts'
-    /// before and after views agree.
-    fn finish(&mut self, end_ms: u64, facts: &V::Facts) -> Option<Violation<V>>;
+    /// before and after views agree. The default finds nothing: most invariants are judged
+    /// event by event.
+    fn finish(&mut self, end_ms: u64, facts: &V::Facts) -> Option<Violation<V>> {
+        let _ = (end_ms, facts);
+        None
+    }
 }

@@ -193,8 +193,4 @@ impl<V: Judged> Checker<V> for StopPrompt<V> {
         let context = [Some(&stop), (cue.seq != stop.seq).then_some(&cue)];
         Some(Violation::new(self.invariant, event, context, sentence))
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &V::Facts) -> Option<Violation<V>> {
-        None
-    }
 }

@@ -113,9 +113,6 @@ impl Checker<Probe> for ProbeChecker {
         (self.fail_at == Some(event.seq))
             .then(|| Violation::new(self.invariant, event, [], format!("{:?}", self.invariant)))
     }
-    fn finish(&mut self, _end_ms: u64, _facts: &()) -> Option<Violation<Probe>> {
-        None
-    }
 }
 
 fn kind(code: u8) -> EventKind<Probe> {

@@ -119,10 +119,6 @@ impl Checker<HolderLock> for DeleteOwnClaim {
             _ => None,
         }
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// A running job and the claim its attempt made.
@@ -281,10 +277,6 @@ impl Checker<HolderLock> for NoThirdWorker {
         let violation = verdict?;
         Some(violation)
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `job-under-claim`: a job starts only while the store holds its attempt's claim, after its
@@ -358,10 +350,6 @@ impl Checker<HolderLock> for JobUnderClaim {
             context,
             sentence,
         ))
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 

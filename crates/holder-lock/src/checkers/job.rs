@@ -112,8 +112,4 @@ impl Checker<HolderLock> for EffectsUnderClaim {
         }
         None
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }

@@ -18,7 +18,6 @@
 mod claims;
 mod coverage;
 mod facts;
-mod invariant;
 mod job;
 mod release;
 mod report;
@@ -36,7 +35,6 @@ pub mod audit {}
 
 pub use coverage::{Coverage, Situation, SituationSet};
 pub use facts::Facts;
-pub use invariant::Invariant;
 pub use leasesim_invariants::Checker;
 pub use release::release_seen;
 
@@ -48,7 +46,6 @@ use stop::{Liveness, StopJoins, StopQuiesces};
 use tokens::{FreshToken, OwnToken};
 
 use crate::HolderLock;
-use crate::events::{Event, EventKind, Stamped};
 
 /// `stop-prompt`: the shared checker (a stopping worker waits on no timer).
 type StopPrompt = leasesim_invariants::StopPrompt<HolderLock>;
@@ -78,79 +75,75 @@ pub struct CheckConfig {
     pub drift_ppm: Vec<i64>,
 }
 
-/// Declares `AnyChecker`, one variant per invariant, its construction and dispatch.
-macro_rules! any_checker {
-    ($($variant:ident => $make:expr),* $(,)?) => {
-        /// One checker of the holder-lock system, of any of its invariants.
-        #[derive(Debug)]
-        pub enum AnyChecker {
-            $($variant($variant),)*
-        }
-
-        impl AnyChecker {
-            /// A fresh checker of `invariant`.
-            pub fn new(invariant: Invariant, config: &CheckConfig) -> AnyChecker {
-                match invariant {
-                    $(Invariant::$variant => {
-                        let make: fn(&CheckConfig) -> $variant = $make;
-                        AnyChecker::$variant(make(config))
-                    })*
-                }
-            }
-        }
-
-        impl Checker<HolderLock> for AnyChecker {
-            fn invariant(&self) -> Invariant {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.invariant(),)*
-                }
-            }
-
-            fn wants(&self, kind: &EventKind) -> bool {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.wants(kind),)*
-                }
-            }
-
-            #[inline(always)]
-            fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.on_event(event, facts),)*
-                }
-            }
-
-            fn finish(&mut self, end_ms: u64, facts: &Facts) -> Option<Violation> {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.finish(end_ms, facts),)*
-                }
-            }
-        }
-    };
-}
-
-any_checker! {
-    DeleteOwnClaim => |_| DeleteOwnClaim::new(),
-    NoThirdWorker => |_| NoThirdWorker::new(),
-    JobUnderClaim => |_| JobUnderClaim::new(),
-    FreshToken => |_| FreshToken::new(),
-    ReleaseReported => |_| ReleaseReported::new(),
-    ClaimKept => ClaimKept::new,
-    EffectsUnderClaim => EffectsUnderClaim::new,
-    OwnToken => |_| OwnToken::new(),
-    ReleaseOnExit => |_| ReleaseOnExit::new(),
-    AttemptReport => AttemptReport::new,
-    StopQuiesces => |_| StopQuiesces::new(),
-    StopJoins => |_| StopJoins::new(),
-    StopPrompt => |_| StopPrompt::new(Invariant::StopPrompt),
-    Construction => |_| Construction::new(
+leasesim_invariants::invariants! {
+    system: HolderLock, config: CheckConfig, liveness: [Liveness];
+    DeleteOwnClaim = "delete-own-claim",
+        "a delete (or overwrite) of the claim removes only a claim its own attempt created",
+        |_| DeleteOwnClaim::new();
+    NoThirdWorker = "no-third-worker",
+        "a job starts beside a running one only after that one's claim ran out (or the \
+         store forgot it): no release frees a live claim of another attempt",
+        |_| NoThirdWorker::new();
+    JobUnderClaim = "job-under-claim",
+        "a job starts only while its attempt holds the key (or unknown to it, the store \
+         forgot it since the create won), after its create won",
+        |_| JobUnderClaim::new();
+    FreshToken = "fresh-token",
+        "every attempt creates its claim with a token no earlier attempt used, the same \
+         worker's included",
+        |_| FreshToken::new();
+    ReleaseReported = "release-reported",
+        "every release is reported as it was answered, and each one that found the \
+         claim gone is counted",
+        |_| ReleaseReported::new();
+    ClaimKept = "claim-kept",
+        "with renewal on and faults healed, no claim runs out while its healthy holder \
+         still holds it",
+        ClaimKept::new;
+    EffectsUnderClaim = "effects-under-claim",
+        "no job step after its attempt learned the claim was lost, released it or was \
+         stopped; with renewal on, every step lands while the claim is the attempt's, or \
+         before it could learn the store forgot it",
+        EffectsUnderClaim::new;
+    OwnToken = "own-token",
+        "every renewal, conditional delete and write carries its attempt's own token, \
+         after its create won",
+        |_| OwnToken::new();
+    ReleaseOnExit = "release-on-exit",
+        "an attempt whose create won releases (or checks) its claim before it ends, on \
+         every way out",
+        |_| ReleaseOnExit::new();
+    AttemptReport = "attempt-report",
+        "every attempt's report says what happened: its end has its evidence (a job that \
+         finished or failed, a stop, a renewal refused or failed, a trusted time that ran \
+         out, a create answered late) and it counts the renewals answered renewed",
+        AttemptReport::new;
+    StopQuiesces = "stop-quiesces",
+        "after stop() the worker sends no create, renewal or write and its job takes no \
+         step",
+        |_| StopQuiesces::new();
+    StopJoins = "stop-joins",
+        "stop() returns only after the attempt ended and no call is pending",
+        |_| StopJoins::new();
+    StopPrompt = "stop-prompt",
+        "once stop() is called, the release and stop()'s return come at the instant of the \
+         latest answer, pause end or the stop call itself: stopping waits on no timer (not \
+         a job's next step, not a renewal's)",
+        |_| StopPrompt::new(Invariant::StopPrompt);
+    Construction = "construction",
+        leasesim_invariants::CONSTRUCTION_HOLDS_WHEN,
+        |_| Construction::new(
         Invariant::Construction,
         |note| match note {
             crate::events::Note::Construction(finding) => Some(*finding),
             _ => None,
         },
         crate::events::notes::CONSTRUCTION,
-    ),
-    Liveness => Liveness::new,
+    );
+    Liveness = "liveness",
+        "once faults heal, attempts end within the bound (also those running at \
+         healing) and every stop() returns",
+        Liveness::new;
 }
 
 /// The checkers of the given invariants (duplicates dropped), fed in the system's order.

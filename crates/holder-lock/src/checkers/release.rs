@@ -165,10 +165,6 @@ impl Checker<HolderLock> for ReleaseReported {
         let violation = verdict?;
         Some(violation)
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `release-on-exit`: an attempt whose create won sends a release call before it ends.
@@ -217,9 +213,5 @@ impl Checker<HolderLock> for ReleaseOnExit {
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }

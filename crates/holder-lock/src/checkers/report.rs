@@ -238,10 +238,6 @@ impl Checker<HolderLock> for AttemptReport {
             sentence,
         ))
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 #[cfg(test)]

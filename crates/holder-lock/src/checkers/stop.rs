@@ -76,10 +76,6 @@ impl Checker<HolderLock> for StopQuiesces {
         }
         None
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `stop-joins`: at `StopResolved` no attempt is open and no call is pending.
@@ -145,10 +141,6 @@ impl Checker<HolderLock> for StopJoins {
             EventKind::StopResolved => self.judge(event, event.event.replica?, facts),
             _ => None,
         }
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 

@@ -85,10 +85,6 @@ impl Checker<HolderLock> for FreshToken {
         self.used.push((token, attempt, event.clone()));
         None
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `own-token`: renewals, conditional deletes and writes carry the attempt's own token,
@@ -158,9 +154,5 @@ impl Checker<HolderLock> for OwnToken {
             context,
             sentence,
         ))
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }

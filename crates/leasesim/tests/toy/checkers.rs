@@ -10,37 +10,10 @@
 
 use leasesim_events::{EPOCH_MS, EventKind, Stamped, mask};
 use leasesim_invariants::{
-    At, Checker, Coverage, InvariantName, PerReplica, SituationName, SituationSet, Violation,
+    At, Checker, Coverage, PerReplica, SituationName, SituationSet, Violation,
 };
 
 use super::events::{Answer, Applied, CLAIM_NOTES, Event, Note, ROUND_NOTES, Request, Toy};
-
-/// The toy's invariants, in the order checkers see an event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Invariant {
-    StaleBump,
-    ClaimedBump,
-}
-
-impl InvariantName for Invariant {
-    const ALL: &'static [Invariant] = &[Invariant::StaleBump, Invariant::ClaimedBump];
-
-    fn name(self) -> &'static str {
-        match self {
-            Invariant::StaleBump => "stale-bump",
-            Invariant::ClaimedBump => "claimed-bump",
-        }
-    }
-
-    fn holds_when(self) -> &'static str {
-        match self {
-            Invariant::StaleBump => "the counter never applies a bump whose token is not live",
-            Invariant::ClaimedBump => {
-                "a worker bumps only under the claim granted to it in the round, at most once"
-            }
-        }
-    }
-}
 
 /// The toy's "sometimes" situations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -155,11 +128,6 @@ impl Checker<Toy> for StaleBump {
             _ => None,
         }
     }
-
-    fn finish(&mut self, end_ms: u64, _facts: &()) -> Option<Violation<Toy>> {
-        let _ = end_ms;
-        None
-    }
 }
 
 /// One replica's current round, as `claimed-bump` follows it.
@@ -232,65 +200,16 @@ impl Checker<Toy> for ClaimedBump {
         }
         None
     }
-
-    fn finish(&mut self, end_ms: u64, _facts: &()) -> Option<Violation<Toy>> {
-        let _ = end_ms;
-        None
-    }
 }
 
-/// One checker of any toy invariant (static dispatch, as `System::Checker` wants).
-#[derive(Debug)]
-pub enum ToyChecker {
-    StaleBump(StaleBump),
-    ClaimedBump(ClaimedBump),
-}
-
-impl ToyChecker {
-    /// A fresh checker of `invariant`.
-    pub fn new(invariant: Invariant) -> ToyChecker {
-        match invariant {
-            Invariant::StaleBump => ToyChecker::StaleBump(StaleBump::default()),
-            Invariant::ClaimedBump => ToyChecker::ClaimedBump(ClaimedBump::default()),
-        }
-    }
-
-    fn inner(&mut self) -> &mut dyn Checker<Toy> {
-        match self {
-            ToyChecker::StaleBump(checker) => checker,
-            ToyChecker::ClaimedBump(checker) => checker,
-        }
-    }
-}
-
-impl Checker<Toy> for ToyChecker {
-    fn invariant(&self) -> Invariant {
-        match self {
-            ToyChecker::StaleBump(_) => Invariant::StaleBump,
-            ToyChecker::ClaimedBump(_) => Invariant::ClaimedBump,
-        }
-    }
-
-    fn wants(&self, kind: &EventKind<Toy>) -> bool {
-        match self {
-            ToyChecker::StaleBump(checker) => checker.wants(kind),
-            ToyChecker::ClaimedBump(checker) => checker.wants(kind),
-        }
-    }
-
-    // Static dispatch, inlined into the set's loop: one call per checker and event (see
-    // docs/adding-a-system.md); `finish`, once a run, may go through `inner`.
-    #[inline(always)]
-    fn on_event(&mut self, event: &Stamped<Event>, facts: &()) -> Option<Violation<Toy>> {
-        match self {
-            ToyChecker::StaleBump(checker) => checker.on_event(event, facts),
-            ToyChecker::ClaimedBump(checker) => checker.on_event(event, facts),
-        }
-    }
-
-    fn finish(&mut self, end_ms: u64, facts: &()) -> Option<Violation<Toy>> {
-        self.inner().finish(end_ms, facts)
-    }
+leasesim_invariants::invariants! {
+    system: Toy, config: (), liveness: [];
+    StaleBump = "stale-bump",
+        "the counter never applies a bump whose token is not live",
+        |_| StaleBump::default();
+    ClaimedBump = "claimed-bump",
+        "a worker bumps only under the claim granted to it in the round, at most once",
+        |_| ClaimedBump::default();
 }
 
 /// The situations one toy run reached.

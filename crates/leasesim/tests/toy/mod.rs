@@ -38,7 +38,7 @@ use leasesim_sim::{
     World,
 };
 
-use checkers::{Invariant, Situation, ToyChecker, ToyCoverage};
+use checkers::{AnyChecker, Invariant, Situation, ToyCoverage};
 pub use events::Toy;
 use events::{Answer, Applied, Event, Note, Op, Request};
 use ports::{ToyPorts, ToyWorker};
@@ -61,7 +61,7 @@ impl System for Toy {
     type Services = services::Counter;
     type Worker = dyn ToyWorker;
     type Ports = ToyPorts;
-    type Checker = ToyChecker;
+    type Checker = AnyChecker;
     type Coverage = ToyCoverage;
     type Annotator = render::Handover;
     type HealMark = ();
@@ -114,9 +114,12 @@ impl System for Toy {
         scenario: &Scenario<Toy>,
         profile: &FaultProfile<Toy>,
         invariants: &[Invariant],
-    ) -> Vec<ToyChecker> {
+    ) -> Vec<AnyChecker> {
         let _ = (scenario, profile);
-        invariants.iter().map(|&i| ToyChecker::new(i)).collect()
+        invariants
+            .iter()
+            .map(|&i| AnyChecker::new(i, &()))
+            .collect()
     }
 
     fn workers() -> Vec<WorkerInfo> {

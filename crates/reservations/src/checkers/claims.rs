@@ -103,10 +103,6 @@ impl Checker<Reservations> for FreshClaimToken {
             _ => None,
         }
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 /// `bounded-claim`: a claim asks for at most the batch, for the configured claim duration.
@@ -168,10 +164,6 @@ impl Checker<Reservations> for BoundedClaim {
         let sentence = format!("{replica}'s claim at {} {why}", At(event.at_ms));
         Some(Violation::new(Invariant::BoundedClaim, event, [], sentence))
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 /// `expire-claimed`: a transition is sent only for a reservation the sender holds.
@@ -209,10 +201,6 @@ impl Checker<Reservations> for ExpireClaimed {
                 sentence,
             ))
         })
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
     }
 }
 
@@ -281,10 +269,6 @@ impl Checker<Reservations> for ClaimReleased {
             judge_release(replica, desk, event)
         })
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 /// `idle-pause`: after an idle poll, the next poll follows a pause of the idle length.
@@ -347,9 +331,5 @@ impl Checker<Reservations> for IdlePause {
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let replica = event.event.replica?;
         self.judge(replica, facts.desk(replica), event)
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
     }
 }

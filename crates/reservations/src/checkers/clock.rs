@@ -81,10 +81,6 @@ impl Checker<Reservations> for StoreClockDecides {
             sentence,
         ))
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 /// The early hold a replica met last, and the transition that showed it.
@@ -187,9 +183,5 @@ impl Checker<Reservations> for NoHotReclaim {
             }
             _ => None,
         }
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
     }
 }

@@ -25,7 +25,6 @@ mod claims;
 mod clock;
 mod coverage;
 mod facts;
-mod invariant;
 mod liveness;
 mod retry;
 mod stop;
@@ -40,7 +39,6 @@ pub mod audit {}
 
 pub use coverage::{Coverage, Situation, SituationSet};
 pub use facts::Facts;
-pub use invariant::Invariant;
 pub use leasesim_invariants::Checker;
 pub use retry::class_of;
 
@@ -56,7 +54,7 @@ use store_side::{
 };
 
 use crate::Reservations;
-use crate::events::{Event, EventKind, Stamped, notes};
+use crate::events::notes;
 
 /// `construction`, written once for every system (`leasesim_invariants::Construction`).
 type Construction = leasesim_invariants::Construction<Reservations>;
@@ -97,85 +95,95 @@ impl Default for CheckConfig {
     }
 }
 
-/// Declares `AnyChecker`, one variant per invariant, and its construction and dispatch.
-macro_rules! any_checker {
-    ($($variant:ident => $make:expr),* $(,)?) => {
-        /// One checker of the reservation system, of any of its invariants (static dispatch).
-        #[derive(Debug)]
-        pub enum AnyChecker {
-            $($variant($variant),)*
-        }
-
-        impl AnyChecker {
-            /// A fresh checker of `invariant`.
-            pub fn new(invariant: Invariant, config: &CheckConfig) -> AnyChecker {
-                match invariant {
-                    $(Invariant::$variant => {
-                        let make: fn(&CheckConfig) -> $variant = $make;
-                        AnyChecker::$variant(make(config))
-                    })*
-                }
-            }
-        }
-
-        impl Checker<Reservations> for AnyChecker {
-            fn invariant(&self) -> Invariant {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.invariant(),)*
-                }
-            }
-
-            fn wants(&self, kind: &EventKind) -> bool {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.wants(kind),)*
-                }
-            }
-
-            #[inline(always)]
-            fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.on_event(event, facts),)*
-                }
-            }
-
-            fn finish(&mut self, end_ms: u64, facts: &Facts) -> Option<Violation> {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.finish(end_ms, facts),)*
-                }
-            }
-        }
-    };
-}
-
-any_checker! {
-    ConsumedNeverExpired => |_| ConsumedNeverExpired::default(),
-    ExpiredOnlyWhenDue => |_| ExpiredOnlyWhenDue::default(),
-    SingleTransition => |_| SingleTransition::default(),
-    ExclusiveClaim => |_| ExclusiveClaim::default(),
-    ReleaseOwnClaim => |_| ReleaseOwnClaim::default(),
-    FreshClaimToken => |_| FreshClaimToken::default(),
-    BoundedClaim => BoundedClaim::new,
-    StoreClockDecides => |_| StoreClockDecides::default(),
-    ExpireClaimed => |_| ExpireClaimed::default(),
-    ClaimReleased => |_| ClaimReleased::default(),
-    IdlePause => IdlePause::new,
-    NoHotReclaim => NoHotReclaim::new,
-    ConflictNotRetried => |_| ConflictNotRetried::default(),
-    BoundedRetry => BoundedRetry::new,
-    TransientRetried => TransientRetried::new,
-    DeadLetterRecord => DeadLetterRecord::new,
-    StopQuiesces => |_| StopQuiesces::default(),
-    StopJoins => |_| StopJoins::default(),
-    RunReport => |_| RunReport::default(),
-    Construction => |_| Construction::new(
+leasesim_invariants::invariants! {
+    system: Reservations, config: CheckConfig, liveness: [Liveness];
+    ConsumedNeverExpired = "consumed-never-expired",
+        "the store never expires a reservation an agent has consumed",
+        |_| ConsumedNeverExpired::default();
+    ExpiredOnlyWhenDue = "expired-only-when-due",
+        "a reservation becomes expired only if it was held and its deadline had passed \
+         at that instant, on the store's clock",
+        |_| ExpiredOnlyWhenDue::default();
+    SingleTransition = "single-transition",
+        "no reservation changes state twice: held becomes expired or consumed once, and \
+         expired stays expired",
+        |_| SingleTransition::default();
+    ExclusiveClaim = "exclusive-claim",
+        "no claim is set on a reservation while another claim on it is live",
+        |_| ExclusiveClaim::default();
+    ReleaseOwnClaim = "release-own-claim",
+        "a release frees only the releaser's own claim: the one it was sent for",
+        |_| ReleaseOwnClaim::default();
+    FreshClaimToken = "fresh-claim-token",
+        "every claim carries a token no earlier claim of any worker used",
+        |_| FreshClaimToken::default();
+    BoundedClaim = "bounded-claim",
+        "every claim asks for at most the configured batch, for the configured claim \
+         duration",
+        BoundedClaim::new;
+    StoreClockDecides = "store-clock-decides",
+        "every claim and every transition leaves the store's clock to decide what is due: \
+         none carries the worker's own clock as now",
+        |_| StoreClockDecides::default();
+    ExpireClaimed = "expire-claimed",
+        "a worker attempts the transition only for reservations it holds a claim on",
+        |_| ExpireClaimed::default();
+    ClaimReleased = "claim-released",
+        "a worker releases every reservation it claimed, with the claim's token, before \
+         its next claim and before its run ends, errors included; only a kill excuses it",
+        |_| ClaimReleased::default();
+    IdlePause = "idle-pause",
+        "after a claim that answered nothing or failed, the worker pauses the idle \
+         pause (base plus jitter) before it claims again",
+        IdlePause::new;
+    NoHotReclaim = "no-hot-reclaim",
+        "after its transition found a claimed reservation held and not yet due, the worker \
+         claims again only after a pause of at least the idle pause's base, or once that \
+         reservation is due: it never re-claims work it may not touch yet at once",
+        NoHotReclaim::new;
+    ConflictNotRetried = "conflict-not-retried",
+        "after a state conflict (already done, not eligible) the worker never attempts \
+         that reservation again under the same claim",
+        |_| ConflictNotRetried::default();
+    BoundedRetry = "bounded-retry",
+        "a reservation is attempted again only after a transient error, at most \
+         max_attempts times per claim, each time after the policy's backoff",
+        BoundedRetry::new;
+    TransientRetried = "transient-retried",
+        "a transient error with attempts left is retried, unless a stop came: it is \
+         never silently dropped",
+        TransientRetried::new;
+    DeadLetterRecord = "dead-letter-record",
+        "every reservation given up on gets a dead letter carrying its reason, attempt \
+         count, first-seen time, last error class and a replay command naming it",
+        DeadLetterRecord::new;
+    StopQuiesces = "stop-quiesces",
+        "after stop() the worker sends no claim and no transition (it still releases \
+         and records dead letters)",
+        |_| StopQuiesces::default();
+    StopJoins = "stop-joins",
+        "stop() returns only after the run ended, no call is pending and every claim \
+         was released",
+        |_| StopJoins::default();
+    RunReport = "run-report",
+        "the metrics run() reports match what its calls sent and were answered, and a \
+         second run() while one is active is refused at once",
+        |_| RunReport::default();
+    Construction = "construction",
+        leasesim_invariants::CONSTRUCTION_HOLDS_WHEN,
+        |_| Construction::new(
         Invariant::Construction,
         |note| match note {
             crate::events::Note::Construction(finding) => Some(*finding),
             _ => None,
         },
         notes::CONSTRUCTION,
-    ),
-    Liveness => Liveness::new,
+    );
+    Liveness = "liveness",
+        "once faults heal, every due held reservation is expired (or parked by a dead \
+         letter) within the bound, a stopped worker's claims block nothing past it, and \
+         every stop() returns",
+        Liveness::new;
 }
 
 /// The checkers of the given invariants (duplicates ignored), fed in the system's order.

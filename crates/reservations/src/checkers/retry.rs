@@ -119,10 +119,6 @@ impl Checker<Reservations> for ConflictNotRetried {
             })
         })
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 /// The pause backoff `done` allows: from its base, `min(cap, initial * 2^done)`, to the base
@@ -210,10 +206,6 @@ impl Checker<Reservations> for BoundedRetry {
             Some(violation(Invariant::BoundedRetry, event, held, sentence))
         })
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 /// `transient-retried`: a reservation is not released after a transient error with attempts
@@ -266,10 +258,6 @@ impl Checker<Reservations> for TransientRetried {
                 sentence,
             ))
         })
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
     }
 }
 
@@ -402,9 +390,5 @@ impl Checker<Reservations> for DeadLetterRecord {
     fn on_event(&mut self, event: &Stamp, facts: &Facts) -> Found {
         let replica = event.event.replica?;
         self.judge(facts.desk(replica), event)
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
     }
 }

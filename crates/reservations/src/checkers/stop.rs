@@ -64,10 +64,6 @@ impl Checker<Reservations> for StopQuiesces {
             ))
         })
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 /// `stop-joins`: `stop()` returns only once the replica settled.
@@ -128,10 +124,6 @@ impl Checker<Reservations> for StopJoins {
                 sentence,
             ))
         })
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
     }
 }
 
@@ -291,9 +283,5 @@ impl Checker<Reservations> for RunReport {
             EventKind::Note(Note::SecondRun { run, end }) => second_run(desk, event, run, end),
             _ => None,
         }
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
     }
 }

@@ -74,10 +74,6 @@ impl Checker<Reservations> for ConsumedNeverExpired {
             })
         })
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 /// `expired-only-when-due`: a transition applies only to a held reservation past its deadline
@@ -162,10 +158,6 @@ impl Checker<Reservations> for ExpiredOnlyWhenDue {
             _ => None,
         }
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 /// `single-transition`: a reservation leaves held once, and never moves again.
@@ -219,10 +211,6 @@ impl Checker<Reservations> for SingleTransition {
                 self.judge(facts.ledger(), event, id, StatusView::Expired, &by)
             }),
         }
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
     }
 }
 
@@ -281,10 +269,6 @@ impl Checker<Reservations> for ExclusiveClaim {
             } => self.judge(facts.ledger(), event, id, token),
             _ => None,
         }
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
     }
 }
 
@@ -378,9 +362,5 @@ impl Checker<Reservations> for ReleaseOwnClaim {
             }
             _ => None,
         }
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
     }
 }

@@ -134,10 +134,6 @@ impl Checker<Retention> for BatchLimit {
         }
         None
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `full-batch`: no delete asks for less than the batch or what is left of the cap.
@@ -221,10 +217,6 @@ impl Checker<Retention> for FullBatch {
             }
             _ => {}
         }
-        None
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }
@@ -381,10 +373,6 @@ impl Checker<Retention> for TermCap {
             }
             _ => {}
         }
-        None
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

@@ -186,10 +186,6 @@ impl Checker<Retention> for FixedCutoff {
         }
         None
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// A delete sent in a term, waiting for the store.
@@ -315,10 +311,6 @@ impl Checker<Retention> for NoEligibleMiss {
             },
             _ => {}
         }
-        None
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

@@ -112,10 +112,6 @@ impl Checker<Retention> for DeletionEnds {
         let context = [flow.ledger.started.as_ref(), Some(&answer)];
         Some(Violation::new(invariant, event, context, sentence))
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `short-batch-ends`: no delete after a short batch.
@@ -223,10 +219,6 @@ impl Checker<Retention> for NoEarlyStop {
             context,
             sentence,
         ))
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 
@@ -339,10 +331,6 @@ impl Checker<Retention> for TermReport {
             context,
             sentence,
         ))
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 

@@ -86,10 +86,6 @@ impl Checker<Retention> for AcquireFirst {
             sentence,
         ))
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `refused-acquire-ends`: after a refused acquire, the term sends nothing else.
@@ -143,10 +139,6 @@ impl Checker<Retention> for RefusedAcquireEnds {
             context,
             sentence,
         ))
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 
@@ -224,10 +216,6 @@ impl Checker<Retention> for ReleaseLast {
             context,
             sentence,
         ))
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 

@@ -30,7 +30,6 @@ mod cutoff;
 mod deletion;
 mod facts;
 mod flow;
-mod invariant;
 mod kinds;
 mod liveness;
 mod release;
@@ -49,7 +48,6 @@ pub mod audit {}
 
 pub use coverage::{Coverage, Situation, SituationSet};
 pub use facts::Facts;
-pub use invariant::Invariant;
 pub use leasesim_invariants::Checker;
 
 use cap::{BatchLimit, FullBatch, TermCap};
@@ -71,7 +69,7 @@ type Construction = leasesim_invariants::Construction<Retention>;
 use tokens::{LatestToken, NoDeleteAfterLoss, StaleTokenDelete};
 
 use crate::Retention;
-use crate::events::{Event, EventKind, ReplicaId, Stamped};
+use crate::events::ReplicaId;
 
 /// A violation of one of the retention system's invariants.
 pub type Violation = leasesim_invariants::Violation<Retention>;
@@ -114,102 +112,111 @@ impl ClockConfig {
     }
 }
 
-/// Declares `AnyChecker`, one variant per invariant, and its construction and dispatch.
-macro_rules! any_checker {
-    ($($variant:ident => $make:expr),* $(,)?) => {
-        /// One checker of the retention system, of any of its invariants (static dispatch).
-        #[derive(Debug)]
-        pub enum AnyChecker {
-            $($variant($variant),)*
-        }
-
-        impl AnyChecker {
-            /// A fresh checker of `invariant`.
-            pub fn new(invariant: Invariant, config: &CheckConfig) -> AnyChecker {
-                match invariant {
-                    $(Invariant::$variant => {
-                        let make: fn(&CheckConfig) -> $variant = $make;
-                        AnyChecker::$variant(make(config))
-                    })*
-                }
-            }
-
-            fn boxed(self) -> Box<dyn Checker<Retention>> {
-                match self {
-                    $(AnyChecker::$variant(checker) => Box::new(checker),)*
-                }
-            }
-        }
-
-        impl Checker<Retention> for AnyChecker {
-            fn invariant(&self) -> Invariant {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.invariant(),)*
-                }
-            }
-
-            fn wants(&self, kind: &EventKind) -> bool {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.wants(kind),)*
-                }
-            }
-
-            // Inlined, like every checker's `on_event`, into the set's loop: one call per event
-            // instead of two per checker (their prologues were ~6 % of a `steady` seed). The
-            // other systems inline this dispatch only: inlining their checkers too measured
-            // worse than the dispatch alone there.
-            #[inline(always)]
-            fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.on_event(event, facts),)*
-                }
-            }
-
-            fn finish(&mut self, end_ms: u64, facts: &Facts) -> Option<Violation> {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.finish(end_ms, facts),)*
-                }
-            }
-        }
-    };
-}
-
-any_checker! {
-    StaleTokenDelete => |_| StaleTokenDelete::new(),
-    LatestToken => |_| LatestToken::new(),
-    NoDeleteAfterLoss => |_| NoDeleteAfterLoss::new(),
-    SerialRenewal => |_| SerialRenewal::new(),
-    FixedCutoff => FixedCutoff::new,
-    BatchLimit => BatchLimit::new,
-    TermCap => TermCap::new,
-    ReleaseLatest => |_| ReleaseLatest::new(),
-    ReleaseAfterOwnership => |_| ReleaseAfterOwnership::new(),
-    ReleaseOnExit => |_| ReleaseOnExit::new(),
-    RenewalStops => |_| RenewalStops::new(),
-    StopQuiesces => |_| StopQuiesces::new(),
-    StopJoins => |_| StopJoins::new(),
-    NoEligibleMiss => |_| NoEligibleMiss::new(),
-    Liveness => Liveness::new,
-    RenewLatest => |_| RenewLatest::new(),
-    RenewalPause => |_| RenewalPause::new(),
-    AcquireFirst => |_| AcquireFirst::new(),
-    RefusedAcquireEnds => |_| RefusedAcquireEnds::new(),
-    FullBatch => FullBatch::new,
-    ShortBatchEnds => |_| ShortBatchEnds::short_batch(),
-    DeleteErrorEnds => |_| DeleteErrorEnds::delete_error(),
-    NoEarlyStop => NoEarlyStop::new,
-    ReleaseLast => |_| ReleaseLast::new(),
-    TermReport => TermReport::new,
-    RenewalDue => |_| RenewalDue::new(),
-    StopPrompt => |_| StopPrompt::new(Invariant::StopPrompt),
-    Construction => |_| Construction::new(
+leasesim_invariants::invariants! {
+    system: Retention, config: CheckConfig, liveness: [Liveness];
+    StaleTokenDelete = "stale-token-delete",
+        "the store never applies a delete whose token was not the current, unexpired one",
+        |_| StaleTokenDelete::new();
+    LatestToken = "latest-token",
+        "each delete carries the newest token its worker received in the term",
+        |_| LatestToken::new();
+    NoDeleteAfterLoss = "no-delete-after-loss",
+        "once a renewal answered None or failed, the worker sends no more deletes that term",
+        |_| NoDeleteAfterLoss::new();
+    SerialRenewal = "serial-renewal",
+        "a worker never waits on two renewals at once",
+        |_| SerialRenewal::new();
+    FixedCutoff = "fixed-cutoff",
+        "a term's deletes share one cutoff, read from the clock after acquire and before \
+         the first delete",
+        FixedCutoff::new;
+    BatchLimit = "batch-limit",
+        "no delete asks for more than the batch size or more than the cap has left",
+        BatchLimit::new;
+    TermCap = "term-cap",
+        "the rows actually deleted for one term stay within the cap",
+        TermCap::new;
+    ReleaseLatest = "release-latest",
+        "a release carries the newest lease the worker received",
+        |_| ReleaseLatest::new();
+    ReleaseAfterOwnership = "release-after-ownership",
+        "a release is sent only inside a term whose acquire granted the lease",
+        |_| ReleaseAfterOwnership::new();
+    ReleaseOnExit = "release-on-exit",
+        "a term that acquired releases its newest lease on every exit path, unless a \
+         renewal answered None",
+        |_| ReleaseOnExit::new();
+    RenewalStops = "renewal-stops",
+        "renewals are sent only inside an open term, with a lease received in that term",
+        |_| RenewalStops::new();
+    StopQuiesces = "stop-quiesces",
+        "after stop() the worker sends no acquire, renew or delete",
+        |_| StopQuiesces::new();
+    StopJoins = "stop-joins",
+        "stop() returns only after the term is over, no call is pending and held \
+         leadership was released",
+        |_| StopJoins::new();
+    NoEligibleMiss = "no-eligible-miss",
+        "every deleted row was created before its term's cutoff",
+        |_| NoEligibleMiss::new();
+    Liveness = "liveness",
+        "once faults heal, terms end within the bound (also those open at healing), \
+         every stop() returns and the eligible backlog is gone",
+        Liveness::new;
+    RenewLatest = "renew-latest",
+        "every renewal carries the newest lease the worker received in the term",
+        |_| RenewLatest::new();
+    RenewalPause = "renewal-pause",
+        "every renewal follows a pause of the renewal interval on the worker's clock, \
+         started after the term's previous renewal",
+        |_| RenewalPause::new();
+    AcquireFirst = "acquire-first",
+        "a term's first call is its acquire, and the term sends no second acquire",
+        |_| AcquireFirst::new();
+    RefusedAcquireEnds = "refused-acquire-ends",
+        "after the term's acquire answered None or an error, the term sends no other call",
+        |_| RefusedAcquireEnds::new();
+    FullBatch = "full-batch",
+        "no delete asks for fewer rows than the batch size or what is left of the cap, \
+         whichever is smaller",
+        FullBatch::new;
+    ShortBatchEnds = "short-batch-ends",
+        "after a delete answered fewer rows than it asked, the term sends no more deletes",
+        |_| ShortBatchEnds::short_batch();
+    DeleteErrorEnds = "delete-error-ends",
+        "after a delete answered an error, the term sends no more deletes (no retry)",
+        |_| DeleteErrorEnds::delete_error();
+    NoEarlyStop = "no-early-stop",
+        "a term that acquired stops deleting only at the cap, after a short batch, on \
+         leadership loss, on stop or on a delete error",
+        NoEarlyStop::new;
+    ReleaseLast = "release-last",
+        "a release is sent with none of the term's other calls in flight, and the term \
+         sends no acquire, renew or delete after it",
+        |_| ReleaseLast::new();
+    TermReport = "term-report",
+        "the report run() returns matches the term: its rows are the rows the deletes \
+         answered, and its end is one the term's answers or a stop explain",
+        TermReport::new;
+    RenewalDue = "renewal-due",
+        "a held lease is renewed no later than the renewal interval (on the worker's clock) \
+         after the answer that granted or renewed it, unless a pause holds the process, until \
+         the term ends, releases, loses the lease or is stopped",
+        |_| RenewalDue::new();
+    StopPrompt = "stop-prompt",
+        "once stop() is called, the release and stop()'s return come no later than the latest \
+         answer, pause end or the stop call itself: stopping waits on no timer",
+        |_| StopPrompt::new(Invariant::StopPrompt);
+    Construction = "construction",
+        leasesim_invariants::CONSTRUCTION_HOLDS_WHEN,
+        |_| Construction::new(
         Invariant::Construction,
         |note| match note {
             crate::events::Note::Construction(finding) => Some(*finding),
             _ => None,
         },
         crate::events::notes::CONSTRUCTION,
-    ),
+    );
 }
 
 impl AnyChecker {
@@ -227,7 +234,7 @@ impl AnyChecker {
 
 /// A fresh checker of one invariant, on its own.
 pub fn checker_for(invariant: Invariant, config: &CheckConfig) -> Box<dyn Checker<Retention>> {
-    AnyChecker::new(invariant, config).boxed()
+    Box::new(AnyChecker::new(invariant, config))
 }
 
 /// The checkers of the given invariants (duplicates ignored), fed in the system's order.
@@ -259,7 +266,7 @@ pub fn all_checkers(config: &CheckConfig) -> CheckerSet {
 
 #[cfg(test)]
 mod tests {
-    use crate::events::{Answer, EndKind, Flow, OpKind, Request};
+    use crate::events::{Answer, EndKind, EventKind, Flow, OpKind, Request};
 
     use super::*;
     use testkit::{R1, R2, Script, config, lease, run};

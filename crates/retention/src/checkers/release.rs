@@ -71,10 +71,6 @@ impl Checker<Retention> for ReleaseLatest {
             sentence,
         ))
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `release-after-ownership`: a release only inside a term whose acquire succeeded.
@@ -144,10 +140,6 @@ impl Checker<Retention> for ReleaseAfterOwnership {
             sentence,
         ))
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `release-on-exit`: a term that acquired releases its latest lease before it ends.
@@ -210,10 +202,6 @@ impl Checker<Retention> for ReleaseOnExit {
             context,
             sentence,
         ))
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 

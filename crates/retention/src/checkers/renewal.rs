@@ -106,10 +106,6 @@ impl Checker<Retention> for SerialRenewal {
         }
         None
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `renewal-stops`: renewals only inside an open term, with a lease of that term.
@@ -179,10 +175,6 @@ impl Checker<Retention> for RenewalStops {
             sentence,
         ))
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `renew-latest`: every renewal carries the newest lease received in the term.
@@ -241,10 +233,6 @@ impl Checker<Retention> for RenewLatest {
             context,
             sentence,
         ))
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 
@@ -376,10 +364,6 @@ impl Checker<Retention> for RenewalPause {
             }
             _ => {}
         }
-        None
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

@@ -68,10 +68,6 @@ impl Checker<Retention> for StopQuiesces {
         }
         None
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// One incarnation of a replica, for `stop-joins`.
@@ -189,10 +185,6 @@ impl Checker<Retention> for StopJoins {
             }
             _ => {}
         }
-        None
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
         None
     }
 }

@@ -117,10 +117,6 @@ impl Checker<Retention> for StaleTokenDelete {
         }
         None
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `latest-token`: every delete carries the highest token received in the term.
@@ -187,10 +183,6 @@ impl Checker<Retention> for LatestToken {
             sentence,
         ))
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `no-delete-after-loss`: no delete after a renewal answered `None` or an error.
@@ -247,10 +239,6 @@ impl Checker<Retention> for NoDeleteAfterLoss {
             context,
             sentence,
         ))
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 

@@ -102,10 +102,6 @@ impl Checker<WorkItems> for StopOnLeaseLost {
         let violation = verdict?;
         Some(violation)
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `reconcile-first`: after an ambiguous provider apply, a lookup of the same key comes
@@ -158,10 +154,6 @@ impl Checker<WorkItems> for ReconcileFirst {
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 
@@ -233,10 +225,6 @@ impl Checker<WorkItems> for ClaimToken {
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 
@@ -345,10 +333,6 @@ impl Checker<WorkItems> for GiveUpPolicy {
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 

@@ -115,10 +115,6 @@ impl Checker<WorkItems> for PassDeadline {
         }
         None
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 #[cfg(test)]

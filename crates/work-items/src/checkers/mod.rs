@@ -24,7 +24,6 @@ mod claims;
 mod coverage;
 mod deadline;
 mod facts;
-mod invariant;
 mod liveness;
 mod renewal;
 mod report;
@@ -41,7 +40,6 @@ pub mod audit {}
 
 pub use coverage::{Coverage, Situation, SituationSet};
 pub use facts::Facts;
-pub use invariant::Invariant;
 pub use leasesim_invariants::Checker;
 
 use claims::{ClaimToken, GiveUpPolicy, ReconcileFirst, StopOnLeaseLost};
@@ -53,7 +51,7 @@ use retry::RetryBackoff;
 use service::{ClaimableOnly, DoneAfterEffect, EffectOnce, StaleApply, StaleDone};
 use stop::{StopJoins, StopQuiesces};
 
-use crate::events::{Event, EventKind, Op, Stamped, WorkItems, notes};
+use crate::events::{Op, WorkItems, notes};
 
 /// `stop-prompt`, written once for every system (`leasesim_invariants::StopPrompt`).
 type StopPrompt = leasesim_invariants::StopPrompt<WorkItems>;
@@ -94,82 +92,92 @@ pub(crate) const fn notes_tally() -> u32 {
     notes::TALLY
 }
 
-/// Declares `AnyChecker`, one variant per invariant, and its construction and dispatch.
-macro_rules! any_checker {
-    ($($variant:ident => $make:expr),* $(,)?) => {
-        /// One checker of the work-items system, of any of its invariants (static dispatch).
-        #[derive(Debug)]
-        pub enum AnyChecker {
-            $($variant($variant),)*
-        }
-
-        impl AnyChecker {
-            /// A fresh checker of `invariant`.
-            pub fn new(invariant: Invariant, config: &CheckConfig) -> AnyChecker {
-                match invariant {
-                    $(Invariant::$variant => {
-                        let make: fn(&CheckConfig) -> $variant = $make;
-                        AnyChecker::$variant(make(config))
-                    })*
-                }
-            }
-        }
-
-        impl Checker<WorkItems> for AnyChecker {
-            fn invariant(&self) -> Invariant {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.invariant(),)*
-                }
-            }
-
-            fn wants(&self, kind: &EventKind) -> bool {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.wants(kind),)*
-                }
-            }
-
-            #[inline(always)]
-            fn on_event(&mut self, event: &Stamped<Event>, facts: &Facts) -> Option<Violation> {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.on_event(event, facts),)*
-                }
-            }
-
-            fn finish(&mut self, end_ms: u64, facts: &Facts) -> Option<Violation> {
-                match self {
-                    $(AnyChecker::$variant(checker) => checker.finish(end_ms, facts),)*
-                }
-            }
-        }
-    };
-}
-
-any_checker! {
-    StaleApply => |_| StaleApply::new(),
-    StaleDone => |_| StaleDone::new(),
-    ClaimableOnly => |_| ClaimableOnly::new(),
-    EffectOnce => |_| EffectOnce::new(),
-    DoneAfterEffect => |_| DoneAfterEffect::new(),
-    StopOnLeaseLost => |_| StopOnLeaseLost::new(),
-    ReconcileFirst => |_| ReconcileFirst::new(),
-    ClaimToken => |_| ClaimToken::new(),
-    RenewalDue => RenewalDue::new,
-    PassDeadline => PassDeadline::new,
-    GiveUpPolicy => GiveUpPolicy::new,
-    RetryBackoff => RetryBackoff::new,
-    StopQuiesces => |_| StopQuiesces::new(),
-    StopJoins => StopJoins::new,
-    StopPrompt => |_| StopPrompt::new(Invariant::StopPrompt).retrying(&[Op::Release, Op::Fail]),
-    Construction => |_| Construction::new(
+leasesim_invariants::invariants! {
+    system: WorkItems, config: CheckConfig, liveness: [ItemsSettle];
+    StaleApply = "stale-apply",
+        "the store applies no chunk of an item's effect under a token that was not the \
+         item's live claim at that instant",
+        |_| StaleApply::new();
+    StaleDone = "stale-done",
+        "the store marks no item done under a token that was not its live claim at that \
+         instant",
+        |_| StaleDone::new();
+    ClaimableOnly = "claimable-only",
+        "a claim is granted only on an unclaimed, released or expired item, never on a \
+         live claim and never on a done or failed item",
+        |_| ClaimableOnly::new();
+    EffectOnce = "effect-once",
+        "the provider carries out each item's effect at most once",
+        |_| EffectOnce::new();
+    DoneAfterEffect = "done-after-effect",
+        "an item is marked done only after every chunk of its effect was applied and the \
+         provider carried out its effect",
+        |_| DoneAfterEffect::new();
+    StopOnLeaseLost = "stop-on-lease-lost",
+        "after a write answered lease-lost, the worker sends no further write for that \
+         item under that claim",
+        |_| StopOnLeaseLost::new();
+    ReconcileFirst = "reconcile-first",
+        "after a provider apply answered a timeout, the worker's next provider call for \
+         the item is a lookup of the same key, and it applies again only once a lookup \
+         answered unknown",
+        |_| ReconcileFirst::new();
+    ClaimToken = "claim-token",
+        "every store write carries the token of the claim the worker holds on that item, \
+         and every provider call is for the item it holds",
+        |_| ClaimToken::new();
+    RenewalDue = "renewal-due",
+        "before a write of a claim, the worker renews it once the renewal interval has \
+         passed on its own clock since it asked for the claim's last grant: no apply or \
+         done-mark carries a reading that late unless a renewal came first",
+        RenewalDue::new;
+    PassDeadline = "pass-deadline",
+        "a pass claims no new item once its deadline has passed on the worker's own clock \
+         since the pass began",
+        PassDeadline::new;
+    GiveUpPolicy = "give-up-policy",
+        "an item given up is released while it has attempts left and failed once they are \
+         spent or the provider refused it, always with the last error of the call it \
+         gave up on, not one retried to success since (or `stopped` after a stop)",
+        GiveUpPolicy::new;
+    RetryBackoff = "retry-backoff",
+        "a call that failed on the network is retried after the backoff for its retry \
+         (doubling from backoff_ms, at most backoff_cap_ms, on the worker's clock), up \
+         to max_retries times and never more, and not given up while retries are left; \
+         a claim that got no answer is not sent again",
+        RetryBackoff::new;
+    StopQuiesces = "stop-quiesces",
+        "after stop() the worker sends no find, claim, renewal, apply, done-mark, status \
+         or provider call; only a release or fail of the claim it holds",
+        |_| StopQuiesces::new();
+    StopJoins = "stop-joins",
+        "stop() returns only after the pass ended, no call is pending, and the claim held \
+         at the stop was settled (or tried to be)",
+        StopJoins::new;
+    StopPrompt = "stop-prompt",
+        "a stopping worker waits on no timer: it sends its calls and stop() returns at \
+         the instant of the latest answer, pause end or stop call (a release or fail \
+         resent after its own failure waits out its backoff, judged by retry-backoff)",
+        |_| StopPrompt::new(Invariant::StopPrompt).retrying(&[Op::Release, Op::Fail]);
+    Construction = "construction",
+        leasesim_invariants::CONSTRUCTION_HOLDS_WHEN,
+        |_| Construction::new(
         Invariant::Construction,
         |note| match note {
             crate::events::Note::Construction(finding) => Some(*finding),
             _ => None,
         },
         notes::CONSTRUCTION,
-    ),
-    RunReport => |_| RunReport::new(),
-    ItemsSettle => |_| ItemsSettle::new(),
+    );
+    RunReport = "run-report",
+        "the report run() returns matches its answers: its done, failed, released, lost \
+         and abandoned claims, its status is the store's last answer, and it says \
+         complete only if the store counted no open item",
+        |_| RunReport::new();
+    ItemsSettle = "items-settle",
+        "once faults heal, every item ends done or failed by the end of the liveness \
+         phase (none stuck claimed) and every stop() returns",
+        |_| ItemsSettle::new();
 }
 
 /// The checkers of the given invariants (duplicates ignored), fed in the system's order.

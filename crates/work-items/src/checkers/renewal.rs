@@ -232,10 +232,6 @@ impl Checker<WorkItems> for RenewalDue {
             _ => None,
         }
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 #[cfg(test)]

@@ -169,10 +169,6 @@ impl Checker<WorkItems> for RunReport {
         let violation = verdict?;
         Some(violation)
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 #[cfg(test)]

@@ -373,10 +373,6 @@ impl Checker<WorkItems> for RetryBackoff {
             _ => None,
         }
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Found {
-        None
-    }
 }
 
 #[cfg(test)]

@@ -135,10 +135,6 @@ impl Checker<WorkItems> for StaleApply {
         let violation = verdict?;
         Some(violation)
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `stale-done`: every done-mark carried the item's live claim token.
@@ -195,10 +191,6 @@ impl Checker<WorkItems> for StaleDone {
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 
@@ -274,10 +266,6 @@ impl Checker<WorkItems> for ClaimableOnly {
         let violation = verdict?;
         Some(violation)
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// `effect-once`: the provider carries out each item's effect at most once.
@@ -331,10 +319,6 @@ impl Checker<WorkItems> for EffectOnce {
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 
@@ -395,10 +379,6 @@ impl Checker<WorkItems> for DoneAfterEffect {
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 

@@ -64,10 +64,6 @@ impl Checker<WorkItems> for StopQuiesces {
             _ => None,
         }
     }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
-    }
 }
 
 /// The claim a replica held, unsettled, when its stop was called.
@@ -205,10 +201,6 @@ impl Checker<WorkItems> for StopJoins {
         // Moved out only when found: a violation is large, and most events find none.
         let violation = verdict?;
         Some(violation)
-    }
-
-    fn finish(&mut self, _end_ms: u64, _facts: &Facts) -> Option<Violation> {
-        None
     }
 }
 
