@@ -28,6 +28,8 @@ mod declare;
 mod in_flight;
 mod set;
 mod stop_prompt;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 mod track;
 mod violation;
 
