@@ -34,6 +34,7 @@ pub mod retention;
 pub mod runner;
 pub mod shrink;
 pub mod systems;
+pub mod testkit;
 pub mod trace;
 pub mod work_items;
 

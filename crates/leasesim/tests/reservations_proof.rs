@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use Probe::{AcrossSeeds, EachRun};
-use leasesim::catalog::{builtin_names_of, resolve_in, resolve_typed, workers};
-use leasesim::detect::detect_range;
+use leasesim::catalog::{builtin_names_of, resolve_typed, workers};
 use leasesim::runner::{RunReport, RunSpec, run};
+use leasesim::testkit;
 use leasesim::{Strategy, System};
 use leasesim_events::OpSet;
 use leasesim_reservations::checkers::{Invariant, Situation};
@@ -49,39 +49,24 @@ const DEFECTS: [(&str, &[Invariant]); 8] = [
     ("release-skipped-on-error", &[Invariant::ClaimReleased]),
 ];
 
-fn caught_within(worker: &str, invariants: &[Invariant], strategy: Strategy, start: u64) {
-    let scenarios = resolve_in("all", Some("reservations")).unwrap();
-    let names: Vec<&str> = invariants.iter().map(|i| i.name()).collect();
-    let result = detect_range(&scenarios, worker, &names, strategy, start, 200);
-    let (seeds, runs, scenario, invariant) = result
-        .detected
-        .unwrap_or_else(|| panic!("{worker} ({strategy}) was not caught within 200 seeds"));
-    assert!(names.contains(&invariant.as_str()));
-    println!(
-        "{worker} ({strategy}): caught by {invariant} in {scenario} after {seeds} seeds / {runs} runs"
-    );
-}
-
 #[test]
 fn each_defective_worker_is_caught_by_its_own_invariant_within_200_seeds() {
-    let listed: Vec<&str> = workers()
+    let declared: BTreeMap<&str, Vec<&str>> = workers()
         .into_iter()
         .filter(|(system, w)| *system == "reservations" && w.name != "correct")
-        .map(|(_, w)| w.name)
+        .map(|(_, w)| (w.name, w.caught_by.to_vec()))
         .collect();
-    let here: Vec<&str> = DEFECTS.iter().map(|(name, _)| *name).collect();
-    assert_eq!(listed, here, "one line here per defective worker");
-    for (worker, invariants) in DEFECTS {
-        let declared: Vec<&str> = workers()
-            .into_iter()
-            .find(|(_, w)| w.name == worker)
-            .map(|(_, w)| w.caught_by.to_vec())
-            .unwrap();
-        let names: Vec<&str> = invariants.iter().map(|i| i.name()).collect();
-        assert_eq!(declared, names, "{worker} declares other invariants");
-        caught_within(worker, invariants, Strategy::Random, 0);
-        caught_within(worker, invariants, Strategy::Pct { depth: 3 }, 1_000_000);
-    }
+    let here: BTreeMap<&str, Vec<&str>> = DEFECTS
+        .iter()
+        .map(|(name, invariants)| (*name, invariants.iter().map(|i| i.name()).collect()))
+        .collect();
+    assert_eq!(
+        declared, here,
+        "one line here per defective worker, as declared"
+    );
+    let caught =
+        testkit::defects_caught_by_their_invariants(&testkit::builtin::<Reservations>(), 200);
+    assert_eq!(caught.len(), DEFECTS.len());
 }
 
 /// `scenario` with `invariant` only observing (`expect = [...]`), as a scenario file says it.
@@ -133,35 +118,9 @@ fn a_transition_by_the_workers_clock_expires_early_and_expired_only_when_due_nam
     named_while_store_clock_decides_observes("worker-clock-now", Invariant::ExpiredOnlyWhenDue);
 }
 
-fn correct_run(scenario: &str, seed: u64, strategy: Strategy) -> RunReport<Reservations> {
-    let scenario = Rc::new(resolve_typed::<Reservations>(scenario).unwrap());
-    let factory = Reservations::factory("correct").unwrap();
-    run(&RunSpec::new(
-        scenario,
-        "correct",
-        factory,
-        Feed::Seed(seed),
-        strategy,
-    ))
-}
-
 #[test]
 fn the_correct_worker_passes_every_scenario() {
-    const SEEDS: u64 = 100;
-    for name in builtin_names_of("reservations") {
-        for seed in 0..SEEDS {
-            let strategy = match seed % 2 {
-                0 => Strategy::Random,
-                _ => Strategy::Pct { depth: 3 },
-            };
-            let report = correct_run(name, seed, strategy);
-            assert!(
-                report.outcome.is_pass(),
-                "{name} seed {seed} ({strategy}): {}",
-                report.outcome.sentence()
-            );
-        }
-    }
+    testkit::correct_passes_every_scenario(&testkit::builtin::<Reservations>(), 50);
 }
 
 // ---------------------------------------------------------------------------------------------

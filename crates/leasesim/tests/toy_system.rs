@@ -13,6 +13,8 @@
 
 mod toy;
 
+use leasesim::testkit;
+
 use std::rc::Rc;
 
 use leasesim::runner::{RunReport, RunSpec, run};
@@ -147,6 +149,15 @@ fn the_correct_toy_worker_passes_its_scenario_with_every_fault_on() {
         seen.fenced,
     ];
     assert!(counts.iter().all(|&runs| runs >= SEEDS / 4), "{seen:?}");
+}
+
+#[test]
+fn the_shared_proofs_run_on_a_system_the_registry_does_not_know() {
+    let scenarios = [scenario(SCENARIO)];
+    testkit::correct_passes_every_scenario(&scenarios, 20);
+    let caught = testkit::defects_caught_by_their_invariants(&scenarios, 50);
+    let names: Vec<&str> = caught.iter().map(|(worker, _)| worker.as_str()).collect();
+    assert_eq!(names, ["blind-bump", "double-bump"]);
 }
 
 #[test]

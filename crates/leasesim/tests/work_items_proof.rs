@@ -16,10 +16,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use Probe::{AcrossSeeds, EachRun};
-use leasesim::catalog::{builtin_names_of, resolve_in, resolve_typed, workers};
-use leasesim::detect::detect_range;
+use leasesim::catalog::{resolve_typed, workers};
 use leasesim::runner::{RunReport, RunSpec, run};
+use leasesim::testkit::{self, Probe, Probe::AcrossSeeds, Probe::EachRun};
 use leasesim::{Strategy, System};
 use leasesim_events::NetFailure;
 use leasesim_rt::Feed;
@@ -48,25 +47,10 @@ const NAIVE_SHAPES: [(&str, &[Invariant]); 8] = [
     ("no-deadline", &[Invariant::PassDeadline]),
 ];
 
-fn caught_within(worker: &str, invariants: &[Invariant], strategy: Strategy, start: u64) {
-    let scenarios = resolve_in("all", Some("work-items")).unwrap();
-    let names: Vec<&str> = invariants.iter().map(|i| i.name()).collect();
-    let result = detect_range(&scenarios, worker, &names, strategy, start, 200);
-    let (seeds, runs, scenario, invariant) = result
-        .detected
-        .unwrap_or_else(|| panic!("{worker} ({strategy}) was not caught within 200 seeds"));
-    assert!(names.contains(&invariant.as_str()));
-    println!(
-        "{worker} ({strategy}): caught by {invariant} in {scenario} after {seeds} seeds / {runs} runs"
-    );
-}
-
 #[test]
 fn each_naive_shape_is_caught_by_its_own_invariant_within_200_seeds() {
-    for (worker, invariants) in NAIVE_SHAPES {
-        caught_within(worker, invariants, Strategy::Random, 0);
-        caught_within(worker, invariants, Strategy::Pct { depth: 3 }, 1_000_000);
-    }
+    let caught = testkit::defects_caught_by_their_invariants(&testkit::builtin::<WorkItems>(), 200);
+    assert_eq!(caught.len(), NAIVE_SHAPES.len());
 }
 
 #[test]
@@ -101,29 +85,7 @@ fn run_of(scenario: &Rc<Scenario>, worker: &str, seed: u64, strategy: Strategy) 
 
 #[test]
 fn the_correct_worker_passes_every_scenario_under_random_and_pct() {
-    const SEEDS: u64 = 100;
-    for name in builtin_names_of("work-items") {
-        let scenario = Rc::new(resolve_typed::<WorkItems>(name).unwrap());
-        for seed in 0..SEEDS {
-            let strategy = match seed % 2 {
-                0 => Strategy::Random,
-                _ => Strategy::Pct { depth: 3 },
-            };
-            let factory = WorkItems::factory("correct").unwrap();
-            let report = run(&RunSpec::new(
-                scenario.clone(),
-                "correct",
-                factory,
-                Feed::Seed(seed),
-                strategy,
-            ));
-            assert!(
-                report.outcome.is_pass(),
-                "{name} seed {seed} ({strategy}): {}",
-                report.outcome.sentence()
-            );
-        }
-    }
+    testkit::correct_passes_every_scenario(&testkit::builtin::<WorkItems>(), 50);
 }
 
 #[test]
@@ -160,18 +122,9 @@ fn the_same_seed_gives_the_same_trace_and_another_seed_another() {
 // ---------------------------------------------------------------------------------------------
 // Each scenario makes the situation it is named after happen
 
-const PROBE_SEEDS: u64 = 20;
-const PROBE_MIN_HITS: usize = 11;
-
-#[derive(Clone, Copy)]
-enum Probe {
-    EachRun(fn(&Report) -> bool),
-    AcrossSeeds(fn(&[Report]) -> bool),
-}
-
 /// Every scenario file's probe and its control, one line each.
 #[rustfmt::skip]
-const PROBES: &[(&str, Probe, &str)] = &[
+const PROBES: &[(&str, Probe<WorkItems>, &str)] = &[
     ("items-clock-skew", EachRun(a_clock_fell_back_and_the_late_write_was_refused), "items-steady"),
     ("items-fencing-off", EachRun(a_write_of_an_expired_claim_was_applied), "items-clock-skew"),
     ("items-long-items", EachRun(renewed_between_chunks_and_a_pass_hit_its_deadline), "items-steady"),
@@ -185,61 +138,8 @@ const PROBES: &[(&str, Probe, &str)] = &[
 ];
 
 #[test]
-fn every_scenario_file_has_a_probe() {
-    let files: BTreeSet<&str> = builtin_names_of("work-items").into_iter().collect();
-    let probed: BTreeSet<&str> = PROBES.iter().map(|(name, _, _)| *name).collect();
-    assert_eq!(
-        files, probed,
-        "a line in PROBES per file of scenarios/work-items"
-    );
-    for (name, _, control) in PROBES {
-        assert!(
-            files.contains(control) && control != name,
-            "{name}: bad control {control}"
-        );
-    }
-}
-
-fn probe_runs(name: &str) -> Vec<Report> {
-    let scenario = Rc::new(resolve_typed::<WorkItems>(name).unwrap());
-    (0..PROBE_SEEDS)
-        .map(|seed| run_of(&scenario, "correct", seed, Strategy::Random))
-        .collect()
-}
-
-fn score(probe: Probe, runs: &[Report]) -> (usize, usize, usize) {
-    match probe {
-        EachRun(holds) => {
-            let hits = runs.iter().filter(|r| holds(r)).count();
-            (hits, PROBE_MIN_HITS, runs.len())
-        }
-        AcrossSeeds(holds) => (usize::from(holds(runs)), 1, 1),
-    }
-}
-
-#[test]
 fn every_scenario_makes_its_named_situation_happen_in_most_seeds() {
-    let names: BTreeSet<&str> = PROBES.iter().flat_map(|(s, _, c)| [*s, *c]).collect();
-    let runs: BTreeMap<&str, Vec<Report>> = names.iter().map(|&n| (n, probe_runs(n))).collect();
-    let mut wrong = Vec::new();
-    for (name, probe, control) in PROBES {
-        let (hits, needed, out_of) = score(*probe, &runs[name]);
-        let (false_hits, _, control_out_of) = score(*probe, &runs[control]);
-        println!(
-            "{name}: {hits} of {out_of}; in control {control}: {false_hits} of {control_out_of}"
-        );
-        if hits < needed {
-            wrong.push(format!(
-                "{name}: its situation happened in only {hits} of {out_of}"
-            ));
-        }
-        if false_hits > 0 {
-            wrong.push(format!(
-                "{name}: the probe also holds in {false_hits} of {control_out_of} runs of {control}"
-            ));
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    testkit::scenarios_make_their_situations(PROBES, 20);
 }
 
 // --- reading runs ----------------------------------------------------------------------------
