@@ -36,163 +36,89 @@ fn failed<S: leasesim::System>(check: leasesim::Check<S>) -> (String, String) {
     (failure.outcome.label(), failure.outcome.sentence())
 }
 
-mod holder_lock {
-    use leasesim::holder_lock::{HolderPorts, check, correct_worker_of};
-    use leasesim_holder_lock::ports::probe_construction;
+/// The two tests of one system: `$module` checks `$scenario` with a factory that probes with
+/// a stand-in constructor (`$probe`, the system's own) before building the production worker;
+/// a constructor that accepts everything is found first at `$first_rule`.
+macro_rules! construction_tests {
+    ($module:ident, $check:path, $ports:ty, $config:ty, $probe:path, $correct:path,
+     $scenario:literal, $first_rule:literal) => {
+        mod $module {
+            use super::*;
 
-    use super::*;
+            fn with(build: fn(&$config) -> Built) -> (String, String) {
+                failed($check($scenario, move |ports: $ports| {
+                    $probe(&ports, build);
+                    $correct(ports)
+                }))
+            }
 
-    fn with(build: fn(&holder_lock_worker::ClaimConfig) -> Built) -> (String, String) {
-        failed(check("holder-steady", move |ports: HolderPorts| {
-            probe_construction(&ports, build);
-            correct_worker_of(ports)
-        }))
-    }
+            #[test]
+            fn a_core_accepting_settings_past_a_rule_fails_construction() {
+                let (label, sentence) = with(accepts_everything);
+                assert_eq!(label, "construction");
+                let words = concat!("accepted settings one step past rule ", $first_rule);
+                assert!(sentence.contains(words), "{sentence}");
+            }
 
-    #[test]
-    fn a_core_accepting_an_empty_key_fails_construction() {
-        let (label, sentence) = with(accepts_everything);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("accepted settings one step past rule key-not-empty"),
-            "{sentence}"
-        );
-    }
-
-    #[test]
-    fn a_core_refusing_valid_settings_or_forgetting_them_fails_construction() {
-        let (label, sentence) = with(refuses_everything);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("refused the run's settings"),
-            "{sentence}"
-        );
-        let (label, sentence) = with(forgets_owner);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("owner_id() of a core built"),
-            "{sentence}"
-        );
-    }
+            #[test]
+            fn a_core_refusing_valid_settings_or_forgetting_them_fails_construction() {
+                let (label, sentence) = with(refuses_everything);
+                assert_eq!(label, "construction");
+                assert!(
+                    sentence.contains("refused the run's settings"),
+                    "{sentence}"
+                );
+                let (label, sentence) = with(forgets_owner);
+                assert_eq!(label, "construction");
+                assert!(
+                    sentence.contains("owner_id() of a core built"),
+                    "{sentence}"
+                );
+            }
+        }
+    };
 }
 
-mod retention {
-    use leasesim::{WorkerPorts, check, correct_worker_of};
-    use leasesim_retention::ports::probe_construction;
+construction_tests!(
+    holder_lock,
+    leasesim::holder_lock::check,
+    leasesim::holder_lock::HolderPorts,
+    holder_lock_worker::ClaimConfig,
+    leasesim_holder_lock::ports::probe_construction,
+    leasesim::holder_lock::correct_worker_of,
+    "holder-steady",
+    "key-not-empty"
+);
 
-    use super::*;
+construction_tests!(
+    retention,
+    leasesim::check,
+    leasesim::WorkerPorts,
+    retention_worker::WorkerConfig,
+    leasesim_retention::ports::probe_construction,
+    leasesim::correct_worker_of,
+    "steady",
+    "batch-positive"
+);
 
-    fn with(build: fn(&retention_worker::WorkerConfig) -> Built) -> (String, String) {
-        failed(check("steady", move |ports: WorkerPorts| {
-            probe_construction(&ports, build);
-            correct_worker_of(ports)
-        }))
-    }
+construction_tests!(
+    work_items,
+    leasesim::work_items::check,
+    leasesim::work_items::WorkerPorts,
+    leasesim::work_items::WorkerConfig,
+    leasesim_work_items::ports::probe_construction,
+    leasesim_work_items::correct_worker_of,
+    "items-steady",
+    "lease-at-least-2ms"
+);
 
-    #[test]
-    fn a_core_accepting_a_zero_batch_fails_construction() {
-        let (label, sentence) = with(accepts_everything);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("accepted settings one step past rule batch-positive"),
-            "{sentence}"
-        );
-    }
-
-    #[test]
-    fn a_core_refusing_valid_settings_or_forgetting_its_owner_fails_construction() {
-        let (label, sentence) = with(refuses_everything);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("refused the run's settings"),
-            "{sentence}"
-        );
-        let (label, sentence) = with(forgets_owner);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("owner_id() of a core built"),
-            "{sentence}"
-        );
-    }
-}
-
-mod work_items {
-    use leasesim::work_items::{WorkerConfig, WorkerPorts, check};
-    use leasesim_work_items::correct_worker_of;
-    use leasesim_work_items::ports::probe_construction;
-
-    use super::*;
-
-    fn with(build: fn(&WorkerConfig) -> Built) -> (String, String) {
-        failed(check("items-steady", move |ports: WorkerPorts| {
-            probe_construction(&ports, build);
-            correct_worker_of(ports)
-        }))
-    }
-
-    #[test]
-    fn a_core_accepting_a_one_ms_lease_fails_construction() {
-        let (label, sentence) = with(accepts_everything);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("accepted settings one step past rule lease-at-least-2ms"),
-            "{sentence}"
-        );
-    }
-
-    #[test]
-    fn a_core_refusing_valid_settings_or_forgetting_its_owner_fails_construction() {
-        let (label, sentence) = with(refuses_everything);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("refused the run's settings"),
-            "{sentence}"
-        );
-        let (label, sentence) = with(forgets_owner);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("owner_id() of a core built"),
-            "{sentence}"
-        );
-    }
-}
-
-mod reservations {
-    use leasesim::reservations::{WorkerConfig, WorkerPorts, check, correct_worker_of};
-    use leasesim_reservations::ports::probe_construction;
-
-    use super::*;
-
-    fn with(build: fn(&WorkerConfig) -> Built) -> (String, String) {
-        failed(check("expiry-steady", move |ports: WorkerPorts| {
-            probe_construction(&ports, build);
-            correct_worker_of(ports)
-        }))
-    }
-
-    #[test]
-    fn a_core_accepting_a_zero_batch_fails_construction() {
-        let (label, sentence) = with(accepts_everything);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("accepted settings one step past rule batch-positive"),
-            "{sentence}"
-        );
-    }
-
-    #[test]
-    fn a_core_refusing_valid_settings_or_forgetting_them_fails_construction() {
-        let (label, sentence) = with(refuses_everything);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("refused the run's settings"),
-            "{sentence}"
-        );
-        let (label, sentence) = with(forgets_owner);
-        assert_eq!(label, "construction");
-        assert!(
-            sentence.contains("owner_id() of a core built"),
-            "{sentence}"
-        );
-    }
-}
+construction_tests!(
+    reservations,
+    leasesim::reservations::check,
+    leasesim::reservations::WorkerPorts,
+    leasesim::reservations::WorkerConfig,
+    leasesim_reservations::ports::probe_construction,
+    leasesim::reservations::correct_worker_of,
+    "expiry-steady",
+    "batch-positive"
+);
