@@ -583,7 +583,7 @@ impl RealWorker for RealEngine {
 /// The workers a real run can drive: `correct`, then the defective ones.
 pub fn workers() -> Vec<&'static str> {
     std::iter::once("correct")
-        .chain(DEFECTS.iter().map(|d| d.name))
+        .chain(DEFECTS.iter().map(|d| d.info.name))
         .collect()
 }
 
@@ -600,8 +600,8 @@ fn build_worker(name: &str, replica: &Rc<Replica>) -> Option<Rc<dyn RealWorker>>
         let core = JobRunner::new(config, ports.0, ports.1, ports.2, ports.3).ok()?;
         return Some(Rc::new(core));
     }
-    let info = DEFECTS.iter().find(|d| d.name == name)?;
-    let flaws = (info.flaws)(replica.id);
+    let flaws_of = DEFECTS.iter().find(|d| d.info.name == name)?.build;
+    let flaws = flaws_of(replica.id);
     Some(Rc::new(Engine::new(config, ports, flaws).ok()?))
 }
 

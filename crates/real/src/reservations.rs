@@ -555,7 +555,7 @@ impl RealWorker for RealEngine {
 /// The workers a real run can drive: `correct`, then the defective ones.
 pub fn workers() -> Vec<&'static str> {
     std::iter::once("correct")
-        .chain(DEFECTS.iter().map(|d| d.name))
+        .chain(DEFECTS.iter().map(|d| d.info.name))
         .collect()
 }
 
@@ -572,7 +572,7 @@ fn build_worker(name: &str, replica: &Rc<Replica>) -> Option<Rc<dyn RealWorker>>
         let core = ExpiryWorker::new(config, ports.0, ports.1, ports.2, ports.3).ok()?;
         return Some(Rc::new(core));
     }
-    let flaws = defects::DEFECTS.iter().find(|d| d.name == name)?.flaws;
+    let flaws = defects::DEFECTS.iter().find(|d| d.info.name == name)?.build;
     Some(Rc::new(Engine::new(config, ports, flaws)))
 }
 

@@ -498,7 +498,7 @@ real_workers!(
 /// The workers a real run can drive: `correct`, then the defective ones.
 pub fn workers() -> Vec<&'static str> {
     std::iter::once("correct")
-        .chain(defects::DEFECTS.iter().map(|d| d.name))
+        .chain(defects::DEFECTS.iter().map(|d| d.info.name))
         .collect()
 }
 

@@ -48,7 +48,7 @@ const INVARIANTS: [&str; 27] = [
 
 #[test]
 fn defects_are_listed_in_the_documented_order() {
-    let names: Vec<&str> = DEFECTS.iter().map(|d| d.name).collect();
+    let names: Vec<&str> = DEFECTS.iter().map(|d| d.info.name).collect();
     assert_eq!(
         names,
         [
@@ -75,17 +75,24 @@ fn defects_are_listed_in_the_documented_order() {
 #[test]
 fn each_defect_names_known_invariants_and_has_a_description() {
     for defect in DEFECTS {
-        assert!(!defect.description.is_empty(), "{}", defect.name);
-        assert!(!defect.caught_by.is_empty(), "{}", defect.name);
-        for invariant in defect.caught_by {
+        assert!(!defect.info.description.is_empty(), "{}", defect.info.name);
+        assert!(!defect.info.caught_by.is_empty(), "{}", defect.info.name);
+        for invariant in defect.info.caught_by {
             assert!(
                 INVARIANTS.contains(invariant),
                 "{} names unknown invariant {invariant}",
-                defect.name
+                defect.info.name
             );
         }
     }
-    let specific = |name: &str| DEFECTS.iter().find(|d| d.name == name).unwrap().caught_by[0];
+    let specific = |name: &str| {
+        DEFECTS
+            .iter()
+            .find(|d| d.info.name == name)
+            .unwrap()
+            .info
+            .caught_by[0]
+    };
     assert_eq!(specific("interval-renewal"), "serial-renewal");
     assert_eq!(specific("stale-release"), "release-latest");
     assert_eq!(specific("moving-cutoff"), "fixed-cutoff");
@@ -99,9 +106,9 @@ fn each_defect_names_known_invariants_and_has_a_description() {
 fn factory_builds_every_listed_worker_and_nothing_else() {
     for defect in DEFECTS {
         assert!(
-            factory(defect.name).is_some(),
+            factory(defect.info.name).is_some(),
             "no factory for {}",
-            defect.name
+            defect.info.name
         );
     }
     assert!(

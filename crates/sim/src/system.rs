@@ -35,9 +35,34 @@ pub struct WorkerInfo {
     /// `--worker NAME`; unique across systems (except `correct`).
     pub name: &'static str,
     /// What it does, or what is wrong with it, in one line.
-    pub defect: &'static str,
-    /// The invariants expected to catch it, by name (empty for `correct`).
+    pub description: &'static str,
+    /// The invariants expected to catch it, by name (empty for `correct`); the first is its
+    /// own.
     pub caught_by: &'static [&'static str],
+}
+
+/// One defective worker of a system's catalogue: how it is listed, and what its engine is
+/// built with (`B`: the system's flaws, or `()` when the name alone picks them).
+#[derive(Clone, Copy, Debug)]
+pub struct Defect<B: 'static> {
+    pub info: WorkerInfo,
+    pub build: B,
+}
+
+/// What a system lists (`System::workers`): `correct`, the production core described by
+/// `correct`, then its defective workers in their catalogue's order.
+pub fn catalogue<B>(correct: &'static str, defects: &[Defect<B>]) -> Vec<WorkerInfo> {
+    let production = WorkerInfo {
+        name: "correct",
+        description: correct,
+        caught_by: &[],
+    };
+    let listed: Vec<WorkerInfo> = std::iter::once(production)
+        .chain(defects.iter().map(|defect| defect.info))
+        .collect();
+    // invariant: every defective worker declares the invariants that must catch it.
+    debug_assert!(listed[1..].iter().all(|info| !info.caught_by.is_empty()));
+    listed
 }
 
 /// Everything one system under test brings. See the module docs.

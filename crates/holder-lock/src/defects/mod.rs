@@ -4,7 +4,7 @@
 //! Terminology:
 //! - *defective worker*: the correct worker with exactly one defect: the shared [`engine`]
 //!   (a copy of the core's attempt logic) with one switch of [`flaws`] on.
-//! - *catalogue*: [`DEFECTS`], one [`DefectInfo`] per worker: its CLI name, what is wrong,
+//! - *catalogue*: [`DEFECTS`], one `Defect` per worker: its CLI name, what is wrong,
 //!   the invariants expected to catch it (its own first), and its switches.
 //!
 //! | worker | the seed's item | what it does |
@@ -28,7 +28,7 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use holder_lock_worker::{AttemptReport, RunError};
 use leasesim_events::ReplicaId;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Defect, WorkerInfo, catalogue};
 
 use crate::ports::{
     HolderPorts, SimClock, SimJob, SimStore, SimTokens, WorkerFactory, WorkerUnderTest,
@@ -37,18 +37,8 @@ use crate::ports::{
 use engine::Engine;
 use flaws::{Flaws, ReleaseFlaw, TokenFlaw, TrustFlaw};
 
-/// One defective worker as the harness lists it.
-#[derive(Clone, Copy, Debug)]
-pub struct DefectInfo {
-    /// `--worker NAME`.
-    pub name: &'static str,
-    /// What is wrong with it, in one line.
-    pub description: &'static str,
-    /// The invariants expected to catch it; the first is its own.
-    pub caught_by: &'static [&'static str],
-    /// Its switches, for the replica it runs on.
-    pub flaws: fn(ReplicaId) -> Flaws,
-}
+/// A defective worker's switches, for the replica it runs on.
+pub type FlawsOf = fn(ReplicaId) -> Flaws;
 
 /// The defective worker on simulated ports.
 pub type SimEngine = Engine<SimClock, SimStore, SimTokens, SimJob>;
@@ -69,68 +59,82 @@ pub fn process_id(replica: ReplicaId) -> u64 {
 }
 
 /// Every defective worker, in the seed's order.
-pub const DEFECTS: &[DefectInfo] = &[
-    DefectInfo {
-        name: "plain-delete",
-        description: "releases the claim with a plain delete by key name",
-        caught_by: &["delete-own-claim", "no-third-worker"],
-        flaws: |_| Flaws {
+pub const DEFECTS: &[Defect<FlawsOf>] = &[
+    Defect {
+        info: WorkerInfo {
+            name: "plain-delete",
+            description: "releases the claim with a plain delete by key name",
+            caught_by: &["delete-own-claim", "no-third-worker"],
+        },
+        build: |_| Flaws {
             release: ReleaseFlaw::PlainDelete,
             ..Flaws::NONE
         },
     },
-    DefectInfo {
-        name: "read-then-delete",
-        description: "releases by reading the key, comparing, then deleting it: two steps",
-        caught_by: &["delete-own-claim", "no-third-worker"],
-        flaws: |_| Flaws {
+    Defect {
+        info: WorkerInfo {
+            name: "read-then-delete",
+            description: "releases by reading the key, comparing, then deleting it: two steps",
+            caught_by: &["delete-own-claim", "no-third-worker"],
+        },
+        build: |_| Flaws {
             release: ReleaseFlaw::ReadThenDelete,
             ..Flaws::NONE
         },
     },
-    DefectInfo {
-        name: "fixed-token",
-        description: "uses its process id as the holder token of every attempt",
-        caught_by: &["fresh-token"],
-        flaws: |replica| Flaws {
+    Defect {
+        info: WorkerInfo {
+            name: "fixed-token",
+            description: "uses its process id as the holder token of every attempt",
+            caught_by: &["fresh-token"],
+        },
+        build: |replica| Flaws {
             token: TokenFlaw::ProcessId(process_id(replica)),
             ..Flaws::NONE
         },
     },
-    DefectInfo {
-        name: "side-key",
-        description: "keeps its token in a second key; its release checks that key, then \
+    Defect {
+        info: WorkerInfo {
+            name: "side-key",
+            description: "keeps its token in a second key; its release checks that key, then \
                       deletes the claim by name",
-        caught_by: &["delete-own-claim", "no-third-worker", "attempt-report"],
-        flaws: |_| Flaws {
+            caught_by: &["delete-own-claim", "no-third-worker", "attempt-report"],
+        },
+        build: |_| Flaws {
             release: ReleaseFlaw::SideKey,
             ..Flaws::NONE
         },
     },
-    DefectInfo {
-        name: "swallowed-release",
-        description: "reports a release that found the claim gone as a deletion, uncounted",
-        caught_by: &["release-reported"],
-        flaws: |_| Flaws {
+    Defect {
+        info: WorkerInfo {
+            name: "swallowed-release",
+            description: "reports a release that found the claim gone as a deletion, uncounted",
+            caught_by: &["release-reported"],
+        },
+        build: |_| Flaws {
             swallow_gone: true,
             ..Flaws::NONE
         },
     },
-    DefectInfo {
-        name: "long-lifetime",
-        description: "writes no token, and claims for four times the lifetime instead",
-        caught_by: &["fresh-token", "delete-own-claim"],
-        flaws: |_| Flaws {
+    Defect {
+        info: WorkerInfo {
+            name: "long-lifetime",
+            description: "writes no token, and claims for four times the lifetime instead",
+            caught_by: &["fresh-token", "delete-own-claim"],
+        },
+        build: |_| Flaws {
             token: TokenFlaw::NoToken,
             ..Flaws::NONE
         },
     },
-    DefectInfo {
-        name: "trust-from-answer",
-        description: "trusts its claim for the whole lifetime on its own timer, counted from \
+    Defect {
+        info: WorkerInfo {
+            name: "trust-from-answer",
+            description: "trusts its claim for the whole lifetime on its own timer, counted from \
                       the create's or renewal's answer instead of four fifths from the send",
-        caught_by: &["effects-under-claim", "job-under-claim"],
-        flaws: |_| Flaws {
+            caught_by: &["effects-under-claim", "job-under-claim"],
+        },
+        build: |_| Flaws {
             trust: TrustFlaw::FromAnswer,
             ..Flaws::NONE
         },
@@ -139,17 +143,7 @@ pub const DEFECTS: &[DefectInfo] = &[
 
 /// Every worker of the system: `correct` (the production core) first.
 pub fn workers() -> Vec<WorkerInfo> {
-    let correct = WorkerInfo {
-        name: "correct",
-        defect: "the production worker core (holder-lock-worker)",
-        caught_by: &[],
-    };
-    let defects = DEFECTS.iter().map(|d| WorkerInfo {
-        name: d.name,
-        defect: d.description,
-        caught_by: d.caught_by,
-    });
-    std::iter::once(correct).chain(defects).collect()
+    catalogue("the production worker core (holder-lock-worker)", DEFECTS)
 }
 
 /// The engine with `flaws` on one replica's ports.
@@ -164,9 +158,9 @@ pub fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
     if name == "correct" {
         return Some(Rc::new(correct_worker));
     }
-    let info = *DEFECTS.iter().find(|d| d.name == name)?;
+    let flaws_of = DEFECTS.iter().find(|d| d.info.name == name)?.build;
     Some(Rc::new(move |ports: HolderPorts| {
-        let flaws = (info.flaws)(ports.replica);
+        let flaws = flaws_of(ports.replica);
         Rc::new(engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
     }))
 }

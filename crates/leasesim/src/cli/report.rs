@@ -37,7 +37,7 @@ pub fn list_system(system: &dyn AnySystem) -> Result<(), UsageError> {
             true => String::new(),
             false => format!(" [caught by {}]", worker.caught_by.join(", ")),
         };
-        println!("  {:<24} {}{caught}", worker.name, worker.defect);
+        println!("  {:<24} {}{caught}", worker.name, worker.description);
     }
     println!("\n{name} invariants:");
     for (invariant, holds_when) in system.invariants() {
@@ -63,7 +63,7 @@ pub fn list_json(systems: &[&'static dyn AnySystem]) -> Result<String, UsageErro
         let workers: Vec<serde_json::Value> = system
             .workers()
             .iter()
-            .map(|w| serde_json::json!({"name": w.name, "defect": w.defect, "caught_by": w.caught_by}))
+            .map(|w| serde_json::json!({"name": w.name, "defect": w.description, "caught_by": w.caught_by}))
             .collect();
         let names = |pairs: Vec<(&'static str, &'static str)>| -> Vec<&'static str> {
             pairs.into_iter().map(|(name, _)| name).collect()

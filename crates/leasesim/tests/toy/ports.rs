@@ -74,17 +74,17 @@ pub fn ports_of(world: &Rc<World<Toy>>, replica: ReplicaId) -> ToyPorts {
 pub const WORKERS: &[WorkerInfo] = &[
     WorkerInfo {
         name: "correct",
-        defect: "claims, then bumps once with the granted token",
+        description: "claims, then bumps once with the granted token",
         caught_by: &[],
     },
     WorkerInfo {
         name: "blind-bump",
-        defect: "after a refused claim, bumps with the last token it was ever granted",
+        description: "after a refused claim, bumps with the last token it was ever granted",
         caught_by: &["claimed-bump"],
     },
     WorkerInfo {
         name: "double-bump",
-        defect: "bumps twice under one claim",
+        description: "bumps twice under one claim",
         caught_by: &["claimed-bump"],
     },
 ];

@@ -5,7 +5,7 @@
 //!   [`engine`] with one flaw switched on. The store primitives some of them use (an update by
 //!   id alone, a read then a plain write, a release without a token) are separate store
 //!   operations ([`crate::ports::RawStore`]) the correct core never calls.
-//! - *catalogue*: [`DEFECTS`], one [`Defect`] per worker: its CLI name, what is wrong with it,
+//! - *catalogue*: [`DEFECTS`], one `Defect` per worker: its CLI name, what is wrong with it,
 //!   the invariants expected to catch it (its own first), and its flaw.
 //!
 //! | worker | defect | caught by |
@@ -24,7 +24,7 @@ pub mod engine;
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Defect, WorkerInfo, catalogue};
 use reservations_worker::{RunError, RunReport};
 
 use crate::ports::{
@@ -33,91 +33,95 @@ use crate::ports::{
 };
 use engine::{ClaimFlaw, Engine, ExpireFlaw, Flaws, NowFlaw, ReleaseFlaw, RetryFlaw, TokenFlaw};
 
-/// One defective worker as the harness lists it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Defect {
-    /// `--worker NAME`.
-    pub name: &'static str,
-    /// What is wrong with it, in one line.
-    pub description: &'static str,
-    /// The invariants expected to catch it; the first is its own.
-    pub caught_by: &'static [&'static str],
-    /// The engine's switches: [`Flaws::NONE`] with exactly one changed.
-    pub flaws: Flaws,
-}
-
-/// Every defective worker of the reservation system, in the issue's order.
-pub const DEFECTS: &[Defect] = &[
+/// Every defective worker of the reservation system, in the issue's order; each one's
+/// engine switches are [`Flaws::NONE`] with exactly one changed.
+pub const DEFECTS: &[Defect<Flaws>] = &[
     Defect {
-        name: "unguarded-expire",
-        description: "expires by id alone (no status or deadline guard)",
-        caught_by: &["consumed-never-expired", "single-transition"],
-        flaws: Flaws {
+        info: WorkerInfo {
+            name: "unguarded-expire",
+            description: "expires by id alone (no status or deadline guard)",
+            caught_by: &["consumed-never-expired", "single-transition"],
+        },
+        build: Flaws {
             expire: ExpireFlaw::ById,
             ..Flaws::NONE
         },
     },
     Defect {
-        name: "read-then-write-claim",
-        description: "claims by reading the due ids, then writing each claim plainly",
-        caught_by: &["exclusive-claim"],
-        flaws: Flaws {
+        info: WorkerInfo {
+            name: "read-then-write-claim",
+            description: "claims by reading the due ids, then writing each claim plainly",
+            caught_by: &["exclusive-claim"],
+        },
+        build: Flaws {
             claim: ClaimFlaw::ReadThenWrite,
             ..Flaws::NONE
         },
     },
     Defect {
-        name: "tokenless-release",
-        description: "releases a claim without its token, freeing whoever's claim is there",
-        caught_by: &["release-own-claim"],
-        flaws: Flaws {
+        info: WorkerInfo {
+            name: "tokenless-release",
+            description: "releases a claim without its token, freeing whoever's claim is there",
+            caught_by: &["release-own-claim"],
+        },
+        build: Flaws {
             release: ReleaseFlaw::Tokenless,
             ..Flaws::NONE
         },
     },
     Defect {
-        name: "retry-everything",
-        description: "retries every outcome but expired, forever, with one fixed delay",
-        caught_by: &["conflict-not-retried", "bounded-retry"],
-        flaws: Flaws {
+        info: WorkerInfo {
+            name: "retry-everything",
+            description: "retries every outcome but expired, forever, with one fixed delay",
+            caught_by: &["conflict-not-retried", "bounded-retry"],
+        },
+        build: Flaws {
             retry: RetryFlaw::Everything,
             ..Flaws::NONE
         },
     },
     Defect {
-        name: "worker-clock-now",
-        description: "passes its own (skewed) clock as now for eligibility",
-        caught_by: &["store-clock-decides", "expired-only-when-due"],
-        flaws: Flaws {
+        info: WorkerInfo {
+            name: "worker-clock-now",
+            description: "passes its own (skewed) clock as now for eligibility",
+            caught_by: &["store-clock-decides", "expired-only-when-due"],
+        },
+        build: Flaws {
             now: NowFlaw::WorkerClock,
             ..Flaws::NONE
         },
     },
     Defect {
-        name: "worker-clock-claim",
-        description: "claims with its own clock as now: a clock ahead of the store's is handed \
+        info: WorkerInfo {
+            name: "worker-clock-claim",
+            description: "claims with its own clock as now: a clock ahead of the store's is handed \
                       holds not yet due, which it acknowledges as not eligible and claims \
                       again at once",
-        caught_by: &["store-clock-decides", "no-hot-reclaim"],
-        flaws: Flaws {
+            caught_by: &["store-clock-decides", "no-hot-reclaim"],
+        },
+        build: Flaws {
             now: NowFlaw::WorkerClockClaims,
             ..Flaws::NONE
         },
     },
     Defect {
-        name: "token-per-worker",
-        description: "uses one claim token for all its claims instead of a fresh one per claim",
-        caught_by: &["fresh-claim-token", "release-own-claim"],
-        flaws: Flaws {
+        info: WorkerInfo {
+            name: "token-per-worker",
+            description: "uses one claim token for all its claims instead of a fresh one per claim",
+            caught_by: &["fresh-claim-token", "release-own-claim"],
+        },
+        build: Flaws {
             token: TokenFlaw::PerWorker,
             ..Flaws::NONE
         },
     },
     Defect {
-        name: "release-skipped-on-error",
-        description: "skips the finally-path release when settling ends in an error",
-        caught_by: &["claim-released"],
-        flaws: Flaws {
+        info: WorkerInfo {
+            name: "release-skipped-on-error",
+            description: "skips the finally-path release when settling ends in an error",
+            caught_by: &["claim-released"],
+        },
+        build: Flaws {
             skip_release_on_error: true,
             ..Flaws::NONE
         },
@@ -145,17 +149,7 @@ pub fn engine_of(ports: WorkerPorts, flaws: Flaws) -> DefectiveWorker {
 
 /// Every worker of the reservation system: `correct` first, then the defective ones.
 pub fn workers() -> Vec<WorkerInfo> {
-    let correct = WorkerInfo {
-        name: "correct",
-        defect: "the production worker core (reservations-worker)",
-        caught_by: &[],
-    };
-    let defects = DEFECTS.iter().map(|d| WorkerInfo {
-        name: d.name,
-        defect: d.description,
-        caught_by: d.caught_by,
-    });
-    std::iter::once(correct).chain(defects).collect()
+    catalogue("the production worker core (reservations-worker)", DEFECTS)
 }
 
 /// The factory of a worker by name: `correct`, or any name in [`DEFECTS`].
@@ -163,7 +157,7 @@ pub fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
     if name == "correct" {
         return Some(Rc::new(correct_worker));
     }
-    let flaws = DEFECTS.iter().find(|d| d.name == name)?.flaws;
+    let flaws = DEFECTS.iter().find(|d| d.info.name == name)?.build;
     Some(Rc::new(move |ports: WorkerPorts| {
         Rc::new(engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
     }))
@@ -176,7 +170,7 @@ mod tests {
     #[test]
     fn each_defect_switches_exactly_one_flaw() {
         for defect in DEFECTS {
-            let f = defect.flaws;
+            let f = defect.build;
             let n = Flaws::NONE;
             let changed = [
                 f.expire != n.expire,
@@ -188,8 +182,8 @@ mod tests {
                 f.skip_release_on_error != n.skip_release_on_error,
             ];
             let count = changed.iter().filter(|c| **c).count();
-            assert_eq!(count, 1, "{} switches {count} flaws", defect.name);
-            assert!(!defect.caught_by.is_empty());
+            assert_eq!(count, 1, "{} switches {count} flaws", defect.info.name);
+            assert!(!defect.info.caught_by.is_empty());
         }
     }
 }

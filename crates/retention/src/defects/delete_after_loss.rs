@@ -11,15 +11,15 @@
 //!
 //! Caught by: `no-delete-after-loss`.
 
-use crate::defects::DefectInfo;
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
+use leasesim_sim::WorkerInfo;
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "delete-after-loss";
 
 /// The catalogue entry of this worker.
-pub const INFO: DefectInfo = DefectInfo {
+pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "a renewal failure (None or error) is recorded but deletion keeps going with \
                   the last token until the batch loop ends by itself",

@@ -11,15 +11,15 @@
 //!
 //! Caught by: `fixed-cutoff`.
 
-use crate::defects::DefectInfo;
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::{CutoffFlaw, Flaws};
+use leasesim_sim::WorkerInfo;
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "early-cutoff";
 
 /// The catalogue entry of this worker.
-pub const INFO: DefectInfo = DefectInfo {
+pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "reads the clock for the cutoff before acquiring, so the cutoff predates \
                   leadership",

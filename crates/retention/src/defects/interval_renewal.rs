@@ -19,15 +19,15 @@
 //! `renew-latest` when a tick sends the latest lease it has taken before it takes the answer
 //! that replaced it).
 
-use crate::defects::DefectInfo;
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::{Flaws, RenewalFlaw};
+use leasesim_sim::WorkerInfo;
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "interval-renewal";
 
 /// The catalogue entry of this worker.
-pub const INFO: DefectInfo = DefectInfo {
+pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "renewals fire on a fixed interval without waiting for the previous one; \
                   answers replace the latest lease in arrival order; a None or an error is \

@@ -18,15 +18,15 @@
 //! Caught by: `renewal-stops` (and `release-last` when the leaked timer fires between the
 //! term's release and its end).
 
-use crate::defects::DefectInfo;
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::{Flaws, RenewalFlaw};
+use leasesim_sim::WorkerInfo;
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "leaked-renewal";
 
 /// The catalogue entry of this worker.
-pub const INFO: DefectInfo = DefectInfo {
+pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "the renewal loop is not cancelled when the term ends and keeps renewing the \
                   ended term's lease until a renewal fails",

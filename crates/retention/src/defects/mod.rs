@@ -10,7 +10,7 @@
 //!   what differs; each switched place in the engine carries a `// defect(<name>):` comment.
 //!   With no switch on, the engine reproduces the core's traces byte for byte (tested), so a
 //!   harness verdict against a defective worker is due to its defect and nothing else.
-//! - *catalogue*: [`DEFECTS`], one [`DefectInfo`] per worker (its CLI name, what is wrong,
+//! - *catalogue*: [`DEFECTS`], one `Defect` per worker (its CLI name, what is wrong,
 //!   and the invariants expected to catch it), and [`factory`] to build one by name.
 //!
 //! The production core never carries these switches; they exist only in this module.
@@ -38,7 +38,7 @@ pub mod whole_batches;
 
 use std::rc::Rc;
 
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Defect, WorkerInfo, catalogue};
 
 use crate::ports::{WorkerFactory, WorkerPorts, WorkerUnderTest, correct_worker};
 
@@ -59,53 +59,83 @@ pub use uncapped::UncappedWorker;
 pub use unjoined_stop::UnjoinedStopWorker;
 pub use whole_batches::WholeBatchesWorker;
 
-/// One defective worker as the harness lists it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DefectInfo {
-    /// The worker's name on the command line (`--worker NAME`).
-    pub name: &'static str,
-    /// What is wrong with it, in one line.
-    pub description: &'static str,
-    /// The invariants expected to catch it, by name; the first is its specific one.
-    pub caught_by: &'static [&'static str],
-}
+/// Builds a defective worker on one replica's ports.
+pub type BuildWorker = fn(WorkerPorts) -> Rc<dyn WorkerUnderTest>;
 
 /// Every defective worker: `naive` first, then the seed review's five findings one by one,
 /// then the extras (`stale-renewal` and `whole-batches` found by the contract audit of issue
 /// 11, the last two by mutation testing).
-pub const DEFECTS: &[DefectInfo] = &[
-    naive::INFO,
-    interval_renewal::INFO,
-    stale_release::INFO,
-    moving_cutoff::INFO,
-    uncapped::INFO,
-    unjoined_stop::INFO,
-    early_cutoff::INFO,
-    leaked_renewal::INFO,
-    delete_after_loss::INFO,
-    renew_error_no_release::INFO,
-    acquired_token::INFO,
-    leftover_release::INFO,
-    stale_renewal::INFO,
-    whole_batches::INFO,
-    no_renewal::INFO,
-    sleepy_stop::INFO,
+pub const DEFECTS: &[Defect<BuildWorker>] = &[
+    Defect {
+        info: naive::INFO,
+        build: NaiveWorker::from_ports,
+    },
+    Defect {
+        info: interval_renewal::INFO,
+        build: IntervalRenewalWorker::from_ports,
+    },
+    Defect {
+        info: stale_release::INFO,
+        build: StaleReleaseWorker::from_ports,
+    },
+    Defect {
+        info: moving_cutoff::INFO,
+        build: MovingCutoffWorker::from_ports,
+    },
+    Defect {
+        info: uncapped::INFO,
+        build: UncappedWorker::from_ports,
+    },
+    Defect {
+        info: unjoined_stop::INFO,
+        build: UnjoinedStopWorker::from_ports,
+    },
+    Defect {
+        info: early_cutoff::INFO,
+        build: EarlyCutoffWorker::from_ports,
+    },
+    Defect {
+        info: leaked_renewal::INFO,
+        build: LeakedRenewalWorker::from_ports,
+    },
+    Defect {
+        info: delete_after_loss::INFO,
+        build: DeleteAfterLossWorker::from_ports,
+    },
+    Defect {
+        info: renew_error_no_release::INFO,
+        build: RenewErrorNoReleaseWorker::from_ports,
+    },
+    Defect {
+        info: acquired_token::INFO,
+        build: AcquiredTokenWorker::from_ports,
+    },
+    Defect {
+        info: leftover_release::INFO,
+        build: LeftoverReleaseWorker::from_ports,
+    },
+    Defect {
+        info: stale_renewal::INFO,
+        build: StaleRenewalWorker::from_ports,
+    },
+    Defect {
+        info: whole_batches::INFO,
+        build: WholeBatchesWorker::from_ports,
+    },
+    Defect {
+        info: no_renewal::INFO,
+        build: NoRenewalWorker::from_ports,
+    },
+    Defect {
+        info: sleepy_stop::INFO,
+        build: SleepyStopWorker::from_ports,
+    },
 ];
 
 /// Every worker of the retention system: `correct` (the production core) first, then the
 /// defective ones.
 pub fn workers() -> Vec<WorkerInfo> {
-    let correct = WorkerInfo {
-        name: "correct",
-        defect: "the production worker core (retention-worker)",
-        caught_by: &[],
-    };
-    let defects = DEFECTS.iter().map(|d| WorkerInfo {
-        name: d.name,
-        defect: d.description,
-        caught_by: d.caught_by,
-    });
-    std::iter::once(correct).chain(defects).collect()
+    catalogue("the production worker core (retention-worker)", DEFECTS)
 }
 
 /// The factory of a worker by name: `correct`, or any name in [`DEFECTS`].
@@ -113,25 +143,7 @@ pub fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
     if name == "correct" {
         return Some(Rc::new(correct_worker));
     }
-    let build: fn(WorkerPorts) -> Rc<dyn WorkerUnderTest> = match name {
-        naive::NAME => NaiveWorker::from_ports,
-        interval_renewal::NAME => IntervalRenewalWorker::from_ports,
-        stale_release::NAME => StaleReleaseWorker::from_ports,
-        moving_cutoff::NAME => MovingCutoffWorker::from_ports,
-        uncapped::NAME => UncappedWorker::from_ports,
-        unjoined_stop::NAME => UnjoinedStopWorker::from_ports,
-        early_cutoff::NAME => EarlyCutoffWorker::from_ports,
-        leaked_renewal::NAME => LeakedRenewalWorker::from_ports,
-        delete_after_loss::NAME => DeleteAfterLossWorker::from_ports,
-        renew_error_no_release::NAME => RenewErrorNoReleaseWorker::from_ports,
-        acquired_token::NAME => AcquiredTokenWorker::from_ports,
-        leftover_release::NAME => LeftoverReleaseWorker::from_ports,
-        stale_renewal::NAME => StaleRenewalWorker::from_ports,
-        whole_batches::NAME => WholeBatchesWorker::from_ports,
-        no_renewal::NAME => NoRenewalWorker::from_ports,
-        sleepy_stop::NAME => SleepyStopWorker::from_ports,
-        _ => return None,
-    };
+    let build = DEFECTS.iter().find(|d| d.info.name == name)?.build;
     Some(Rc::new(build))
 }
 

@@ -16,15 +16,15 @@
 //! Caught by: `serial-renewal`, `release-latest`, `fixed-cutoff`, `term-cap`, `stop-joins`
 //! (and, as consequences, `no-delete-after-loss` and `release-on-exit`).
 
-use crate::defects::DefectInfo;
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::{CutoffFlaw, Flaws, RenewalFlaw};
+use leasesim_sim::WorkerInfo;
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "naive";
 
 /// The catalogue entry of this worker.
-pub const INFO: DefectInfo = DefectInfo {
+pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "all five findings of the seed review at once: interval renewals whose failures \
                   go unobserved, release of the acquired lease, a cutoff per batch, no cap, and \

@@ -11,15 +11,15 @@
 //!
 //! Caught by: `release-on-exit`.
 
-use crate::defects::DefectInfo;
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
+use leasesim_sim::WorkerInfo;
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "renew-error-no-release";
 
 /// The catalogue entry of this worker.
-pub const INFO: DefectInfo = DefectInfo {
+pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "treats a renewal error like a None answer and skips the release",
     caught_by: &["release-on-exit"],

@@ -14,15 +14,15 @@
 //!
 //! Caught by: `stop-prompt`.
 
-use crate::defects::DefectInfo;
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
+use leasesim_sim::WorkerInfo;
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "sleepy-stop";
 
 /// The catalogue entry of this worker.
-pub const INFO: DefectInfo = DefectInfo {
+pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "stop() does not cancel the pending renewal sleep: the term releases, and \
                   stop() resolves, only once that sleep has run out",

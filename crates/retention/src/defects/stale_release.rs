@@ -12,15 +12,15 @@
 //!
 //! Caught by: `release-latest`.
 
-use crate::defects::DefectInfo;
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
+use leasesim_sim::WorkerInfo;
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "stale-release";
 
 /// The catalogue entry of this worker.
-pub const INFO: DefectInfo = DefectInfo {
+pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "releases the lease it acquired, not the latest renewed one",
     caught_by: &["release-latest"],

@@ -10,15 +10,15 @@
 //!
 //! Caught by: `term-cap`.
 
-use crate::defects::DefectInfo;
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
+use leasesim_sim::WorkerInfo;
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "uncapped";
 
 /// The catalogue entry of this worker.
-pub const INFO: DefectInfo = DefectInfo {
+pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "no per-term cap: every batch asks for batch_rows and the term ends only on a \
                   short batch, loss, stop or error",

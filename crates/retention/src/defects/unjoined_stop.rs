@@ -15,15 +15,15 @@
 //!
 //! Caught by: `stop-joins` (and `release-on-exit` for the two skipped releases).
 
-use crate::defects::DefectInfo;
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
+use leasesim_sim::WorkerInfo;
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "unjoined-stop";
 
 /// The catalogue entry of this worker.
-pub const INFO: DefectInfo = DefectInfo {
+pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "stop() only sets the flag and returns at once; a delete error skips the \
                   release; a lease returned by an acquire in flight at stop is not released",

@@ -13,15 +13,15 @@
 //!
 //! Caught by: `no-early-stop` (and `term-report`: it reports the cap reached below the cap).
 
-use crate::defects::DefectInfo;
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
+use leasesim_sim::WorkerInfo;
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "whole-batches";
 
 /// The catalogue entry of this worker.
-pub const INFO: DefectInfo = DefectInfo {
+pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "deletes only whole batches (cap / batch of them): the remainder of a cap that \
                   is not a multiple of the batch is never deleted",

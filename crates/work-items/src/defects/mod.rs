@@ -8,7 +8,7 @@
 //!   production worker's traces byte for byte (the `faithful` test).
 //! - *unsafe primitive*: a store operation without a condition (`crate::ports::UnsafeStore`):
 //!   the defects that need one call it; the production core cannot.
-//! - *catalogue*: [`DEFECTS`], one [`DefectInfo`] per worker (its name, what is wrong, the
+//! - *catalogue*: [`DEFECTS`], one `Defect` per worker (its name, what is wrong, the
 //!   invariants expected to catch it, its own first), and [`factory`] to build one by name.
 
 mod engine;
@@ -19,88 +19,88 @@ mod faithful;
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Defect, WorkerInfo, catalogue};
 use work_items_worker::{Clock, ConfigError, Provider, RunError, RunReport, Store, WorkerConfig};
 
 use crate::ports::{
     SimClock, SimProvider, SimStore, UnsafeStore, WorkerFactory, WorkerPorts, WorkerUnderTest,
     correct_worker,
 };
-use engine::{Engine, Flaw};
-
-/// One defective worker as the harness lists it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DefectInfo {
-    /// `--worker NAME`.
-    pub name: &'static str,
-    /// What is wrong with it, in one line.
-    pub description: &'static str,
-    /// The invariants expected to catch it, its own first.
-    pub caught_by: &'static [&'static str],
-}
+use engine::Engine;
+pub use engine::Flaw;
 
 /// Every defective worker, in the order the seed's warnings come.
-pub const DEFECTS: &[DefectInfo] = &[
-    DefectInfo {
-        name: "plain-write-claim",
-        description: "claims an item a read found claimable with a plain write of itself as \
+pub const DEFECTS: &[Defect<Flaw>] = &[
+    Defect {
+        info: WorkerInfo {
+            name: "plain-write-claim",
+            description: "claims an item a read found claimable with a plain write of itself as \
                       owner (no condition)",
-        caught_by: &["claimable-only"],
+            caught_by: &["claimable-only"],
+        },
+        build: Flaw::PlainWriteClaim,
     },
-    DefectInfo {
-        name: "unfenced-apply",
-        description: "applies the item's effect without the token predicate",
-        caught_by: &["stale-apply"],
+    Defect {
+        info: WorkerInfo {
+            name: "unfenced-apply",
+            description: "applies the item's effect without the token predicate",
+            caught_by: &["stale-apply"],
+        },
+        build: Flaw::UnfencedApply,
     },
-    DefectInfo {
-        name: "keyless-retry",
-        description: "retries an ambiguous provider timeout with a new key, without \
+    Defect {
+        info: WorkerInfo {
+            name: "keyless-retry",
+            description: "retries an ambiguous provider timeout with a new key, without \
                       reconciling",
-        caught_by: &["effect-once", "reconcile-first"],
+            caught_by: &["effect-once", "reconcile-first"],
+        },
+        build: Flaw::KeylessRetry,
     },
-    DefectInfo {
-        name: "lease-lost-retry",
-        description: "treats lease-lost as a transient error and retries with the same token",
-        caught_by: &["stop-on-lease-lost"],
+    Defect {
+        info: WorkerInfo {
+            name: "lease-lost-retry",
+            description: "treats lease-lost as a transient error and retries with the same token",
+            caught_by: &["stop-on-lease-lost"],
+        },
+        build: Flaw::LeaseLostRetry,
     },
-    DefectInfo {
-        name: "unfenced-done",
-        description: "marks items done without the owner check",
-        caught_by: &["stale-done"],
+    Defect {
+        info: WorkerInfo {
+            name: "unfenced-done",
+            description: "marks items done without the owner check",
+            caught_by: &["stale-done"],
+        },
+        build: Flaw::UnfencedDone,
     },
-    DefectInfo {
-        name: "worker-token",
-        description: "keeps the first token it was granted and sends it with every later claim",
-        caught_by: &["claim-token"],
+    Defect {
+        info: WorkerInfo {
+            name: "worker-token",
+            description: "keeps the first token it was granted and sends it with every later claim",
+            caught_by: &["claim-token"],
+        },
+        build: Flaw::WorkerToken,
     },
-    DefectInfo {
-        name: "store-expiry-renewal",
-        description: "renews when its own clock nears the store's lease expiry, not when the \
+    Defect {
+        info: WorkerInfo {
+            name: "store-expiry-renewal",
+            description: "renews when its own clock nears the store's lease expiry, not when the \
                       interval has passed on its own clock: a clock behind the store's renews \
                       late",
-        caught_by: &["renewal-due"],
+            caught_by: &["renewal-due"],
+        },
+        build: Flaw::StoreExpiryRenewal,
     },
-    DefectInfo {
-        name: "no-deadline",
-        description: "goes on claiming new items after the pass's deadline has passed on its \
+    Defect {
+        info: WorkerInfo {
+            name: "no-deadline",
+            description: "goes on claiming new items after the pass's deadline has passed on its \
                       clock",
-        caught_by: &["pass-deadline"],
+            caught_by: &["pass-deadline"],
+        },
+        build: Flaw::NoDeadline,
     },
 ];
-
-fn flaw_of(name: &str) -> Option<Flaw> {
-    Some(match name {
-        "plain-write-claim" => Flaw::PlainWriteClaim,
-        "unfenced-apply" => Flaw::UnfencedApply,
-        "keyless-retry" => Flaw::KeylessRetry,
-        "lease-lost-retry" => Flaw::LeaseLostRetry,
-        "unfenced-done" => Flaw::UnfencedDone,
-        "worker-token" => Flaw::WorkerToken,
-        "store-expiry-renewal" => Flaw::StoreExpiryRenewal,
-        "no-deadline" => Flaw::NoDeadline,
-        _ => return None,
-    })
-}
 
 /// The production worker with one defect (see [`DEFECTS`]).
 pub struct DefectiveWorker<C: Clock, S: Store + UnsafeStore, P: Provider> {
@@ -123,10 +123,10 @@ impl<C: Clock, S: Store + UnsafeStore, P: Provider> DefectiveWorker<C, S, P> {
         config: WorkerConfig,
         ports: (C, S, P),
     ) -> Option<Result<Self, ConfigError>> {
-        let info = DEFECTS.iter().find(|d| d.name == name)?;
-        let engine = Engine::new(owner_id, config, ports, flaw_of(name));
+        let defect = DEFECTS.iter().find(|d| d.info.name == name)?;
+        let engine = Engine::new(owner_id, config, ports, Some(defect.build));
         Some(engine.map(|engine| DefectiveWorker {
-            name: info.name,
+            name: defect.info.name,
             engine,
         }))
     }
@@ -154,17 +154,7 @@ impl WorkerUnderTest for DefectiveWorker<SimClock, SimStore, SimProvider> {
 
 /// Every worker of the system: `correct` (the production core) first.
 pub fn workers() -> Vec<WorkerInfo> {
-    let correct = WorkerInfo {
-        name: "correct",
-        defect: "the production worker core (work-items-worker)",
-        caught_by: &[],
-    };
-    let defects = DEFECTS.iter().map(|d| WorkerInfo {
-        name: d.name,
-        defect: d.description,
-        caught_by: d.caught_by,
-    });
-    std::iter::once(correct).chain(defects).collect()
+    catalogue("the production worker core (work-items-worker)", DEFECTS)
 }
 
 /// The factory of a worker by name: `correct`, or any name in [`DEFECTS`].
@@ -172,7 +162,7 @@ pub fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
     if name == "correct" {
         return Some(Rc::new(correct_worker));
     }
-    let info = DEFECTS.iter().find(|d| d.name == name)?;
+    let info = DEFECTS.iter().find(|d| d.info.name == name)?.info;
     let name = info.name;
     Some(Rc::new(move |ports: WorkerPorts| {
         let parts = (ports.clock, ports.store, ports.provider);

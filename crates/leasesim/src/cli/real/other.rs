@@ -261,7 +261,7 @@ fn holder_lock_workers() -> Vec<&'static str> {
         .chain(
             leasesim_holder_lock::defects::DEFECTS
                 .iter()
-                .map(|d| d.name),
+                .map(|d| d.info.name),
         )
         .collect()
 }

@@ -25,7 +25,7 @@ use claim::ClaimWork;
 
 /// The defects a worker of the engine may have, one at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Flaw {
+pub enum Flaw {
     /// `plain-write-claim`: claims an item the store's read said was claimable by writing
     /// itself as the owner with a plain (unconditional) write.
     PlainWriteClaim,
