@@ -378,8 +378,9 @@ pub enum Note {
     /// per million of elapsed time (noted at the start of the run).
     SlowTimer { drift_ppm: i64 },
     /// Building this replica's worker, the production factory's construction probe found the
-    /// core refusing valid settings, accepting invalid ones, or reading back something else
-    /// (recorded only then; see `leasesim_invariants::probe`).
+    /// core at odds with the settings rules: it refused valid settings, accepted invalid ones
+    /// or refused them without naming a setting, read back something else, or has other
+    /// defaults than documented (recorded only then; see `leasesim_invariants::probe`).
     Construction(ConstructionFinding),
 }
 

@@ -17,9 +17,9 @@
 //!   production factory runs the probe each time it builds a worker and records a finding as
 //!   a note; the checker fails the run on it.
 //!
-//! Runs draw their settings (swarm runs draw batch sizes, caps and intervals), so the edges
-//! and pasts move from run to run: a campaign probes each rule at many boundaries, where a
-//! unit test probes one.
+//! Swarm runs draw some settings (retention's batch sizes and caps, reservations' claim
+//! durations, holder-lock's renewal on or off), so the edges and pasts move from run to run:
+//! a campaign probes those rules at many boundaries, where a unit test probes one.
 
 use std::fmt::{self, Debug};
 
@@ -324,12 +324,11 @@ mod tests {
                 right(toy)
             }
         };
-        let too_lax = |toy: &Toy| {
-            if toy.batch > toy.cap + 1 {
-                Err("batch above cap")
-            } else {
-                Ok(())
-            }
+        // The cap loosened by one, the zero batch still refused.
+        let too_lax = |toy: &Toy| match (toy.batch == 0, toy.batch > toy.cap + 1) {
+            (true, _) => Err("batch is zero"),
+            (_, true) => Err("batch above cap"),
+            _ => Ok(()),
         };
         assert_eq!(
             found(too_strict),
@@ -341,7 +340,7 @@ mod tests {
         assert_eq!(
             found(too_lax),
             Some(ConstructionFinding {
-                rule: "batch-positive",
+                rule: "batch-within-cap",
                 problem: ConstructionProblem::PastAccepted
             })
         );

@@ -8,8 +8,9 @@
 //! - *probe*: reads the situation a scenario is named after off its runs ([`Probe`]); a
 //!   *control* is a scenario where that situation cannot happen.
 //!
-//! Each function panics with a sentence naming the scenario, worker, strategy and seed of the
-//! first thing that does not hold, so a failing proof says what to replay.
+//! Each function panics with a sentence naming what does not hold: the scenario, strategy and
+//! seed of a failing run of the production worker; the worker, strategy and seed count of a
+//! defect no declared invariant caught; the scenario whose situation did not happen.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;

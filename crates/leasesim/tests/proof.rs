@@ -59,7 +59,11 @@ fn each_review_finding_is_caught_by_its_own_invariant_within_200_seeds() {
 #[test]
 fn every_defective_worker_is_caught_by_the_invariants_it_declares() {
     let caught = testkit::defects_caught_by_their_invariants(&testkit::builtin::<Retention>(), 200);
-    assert!(caught.len() >= FINDINGS.len());
+    let defects = Retention::workers().len() - 1;
+    assert_eq!(caught.len(), defects);
+    for (worker, _) in FINDINGS {
+        assert!(caught.iter().any(|(name, _)| name == worker), "{worker}");
+    }
 }
 
 fn correct_run(scenario: &str, seed: u64) -> RunReport<Retention> {

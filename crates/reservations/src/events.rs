@@ -420,8 +420,9 @@ pub enum Note {
     /// active; `end` is how that second call ended (replica).
     SecondRun { run: u32, end: EndView },
     /// Building this replica's worker, the production factory's construction probe found the
-    /// core refusing valid settings, accepting invalid ones, or reading back something else
-    /// (recorded only then; see `leasesim_invariants::probe`).
+    /// core at odds with the settings rules: it refused valid settings, accepted invalid ones
+    /// or refused them without naming a setting, read back something else, or has other
+    /// defaults than documented (recorded only then; see `leasesim_invariants::probe`).
     Construction(ConstructionFinding),
 }
 

@@ -271,7 +271,7 @@ const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
     SettingsRule {
         name: "idle-pause-positive",
         setting: "idle_ms",
-        holds: |config| config.idle_ms + config.idle_jitter_ms >= 1,
+        holds: |config| config.idle_ms.saturating_add(config.idle_jitter_ms) >= 1,
         edge: |config| WorkerConfig {
             idle_ms: 1,
             idle_jitter_ms: 0,

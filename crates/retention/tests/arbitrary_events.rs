@@ -17,6 +17,7 @@
 use std::collections::BTreeSet;
 
 use leasesim_invariants::testkit::{Feed, arbitrary_streams};
+use leasesim_invariants::{ConstructionFinding, ConstructionProblem};
 use leasesim_retention::checkers::{AnyChecker, CheckConfig, Coverage, Invariant, Situation};
 use leasesim_retention::events::{
     Answer, Applied, EndKind, Event, EventKind, Failure, LeaseView, Note, OpKind, Phase, ReplicaId,
@@ -137,6 +138,10 @@ fn kind() -> impl Strategy<Value = EventKind> {
         1 => (1u32..3).prop_map(|task| EventKind::TaskStarted { task, name: "renewal" }),
         1 => (1u32..3, any::<bool>()).prop_map(|(task, aborted)| EventKind::TaskEnded { task, aborted }),
         1 => (0u64..2).prop_map(backlog),
+        1 => Just(EventKind::Note(Note::Construction(ConstructionFinding {
+            rule: "batch-within-cap",
+            problem: ConstructionProblem::PastAccepted,
+        }))),
     ]
 }
 

@@ -41,8 +41,8 @@ pub struct WorkerInfo {
     pub caught_by: &'static [&'static str],
 }
 
-/// One defective worker of a system's catalogue: how it is listed, and what its engine is
-/// built with (`B`: the system's flaws, or `()` when the name alone picks them).
+/// One defective worker of a system's catalogue: how it is listed, and what it is built with
+/// (`B`: the system's flaws, or a function that builds the worker).
 #[derive(Clone, Copy, Debug)]
 pub struct Defect<B: 'static> {
     pub info: WorkerInfo,

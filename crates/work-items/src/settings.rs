@@ -228,8 +228,7 @@ fn split<T: Default>(section: Option<Spanned<T>>) -> (T, Range<usize>) {
     }
 }
 
-/// Checks the work-items part of a scenario file.
-/// `SettingsRule` over [`WorkerConfig`] with a `u64` setting written as its field: `holds`
+/// `SettingsRule` over [`WorkerConfig`] with a numeric setting written as its field: `holds`
 /// is `low <= field`, the edge sets it to `low` and the past to `low - 1`.
 macro_rules! at_least {
     ($name:literal, $field:ident, $low:expr) => {
@@ -322,6 +321,7 @@ const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
     at_least!("deadline-positive", deadline_ms, 1),
 ];
 
+/// Checks the work-items part of a scenario file.
 pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
     let file: SettingsFile = part.deserialize()?;
     let items = file.items;

@@ -558,7 +558,7 @@ fn claiming_again_at_once_after_a_hold_not_yet_due_breaks_no_hot_reclaim() {
 }
 
 #[test]
-fn a_construction_finding_breaks_construction_and_nothing_else_does() {
+fn a_construction_finding_breaks_construction() {
     use leasesim_invariants::{ConstructionFinding, ConstructionProblem};
     let mut s = claimed();
     assert_holds(Invariant::Construction, &s);
