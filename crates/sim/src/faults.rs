@@ -3,7 +3,7 @@
 //! Terminology:
 //! - *envelope*: what a scenario allows (probabilities, ranges, stop mode).
 //! - *profile*: what this run uses. Without swarm it is the envelope itself (clock offsets and
-//!   drifts drawn per replica, `anywhere` resolved to one stop mode). With swarm, every fault
+//!   drifts drawn per replica, `anywhere` resolved to one of its modes). With swarm, every fault
 //!   is switched on or off by a coin and scaled by a draw, as in swarm testing (Groce et al.)
 //!   and FoundationDB's simulator: each seed explores a different corner of the envelope.
 //! - *shared faults*: the network's (latency, rejection, lost replies) and the processes'
