@@ -26,7 +26,7 @@
 use std::fmt;
 
 use leasesim_events::{NetFailure, OpSet, ReplicaId, Vocabulary};
-use leasesim_invariants::ConstructionFinding;
+use leasesim_invariants::{ConstructionFinding, ConstructionNotes};
 use serde::Serialize;
 
 pub use leasesim_events::{ClockMs, EPOCH_MS, Phase, Stamped};
@@ -401,6 +401,21 @@ pub mod notes {
 /// The holder-lock system (004): a job run under a holder-token claim in a volatile store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HolderLock;
+
+impl ConstructionNotes for HolderLock {
+    const CONSTRUCTION_NOTES: u32 = notes::CONSTRUCTION;
+
+    fn construction_note(finding: ConstructionFinding) -> Note {
+        Note::Construction(finding)
+    }
+
+    fn construction_finding(note: &Note) -> Option<ConstructionFinding> {
+        match note {
+            Note::Construction(finding) => Some(*finding),
+            _ => None,
+        }
+    }
+}
 
 impl Vocabulary for HolderLock {
     type Op = Op;

@@ -16,7 +16,7 @@ use holder_lock_worker::{
     RunError, Store, StoreError, TokenSource,
 };
 use leasesim_events::{NetFailure, ReplicaId};
-use leasesim_invariants::{Built, Readback, probe};
+use leasesim_invariants::{Built, Readback};
 use leasesim_sim::{Port, World};
 
 use crate::events::{Answer, HolderLock, Key, Note, Request};
@@ -84,9 +84,10 @@ impl WorkerUnderTest for SimWorker {
 /// (`settings::CLAIM_SETTINGS`), building with `build`; records a finding as a
 /// `Note::Construction` of the replica (judged by `construction`).
 pub fn probe_construction(ports: &HolderPorts, build: impl Fn(&ClaimConfig) -> Built) {
-    if let Some(finding) = probe(&ports.config, &CLAIM_SETTINGS, build) {
-        ports.clock.0.note(Note::Construction(finding));
-    }
+    ports
+        .clock
+        .0
+        .probe_construction(&ports.config, &CLAIM_SETTINGS, build);
 }
 
 /// Builds the production core from `config` on clones of `ports`, for the construction probe.

@@ -23,7 +23,7 @@
 
 use std::fmt::{self, Debug};
 
-use leasesim_events::{Event, EventKind, Stamped};
+use leasesim_events::{Event, EventKind, Stamped, Vocabulary};
 use serde::Serialize;
 
 use crate::{Checker, Judged, Violation};
@@ -195,44 +195,46 @@ pub fn probe<C: Debug + Default + PartialEq>(
     None
 }
 
-/// `construction`: no probe of the run found anything (see the module docs). `finding` reads a
-/// finding out of the system's note; `notes` is the interest bit of its note class.
+/// A system whose notes carry construction findings: one note variant, in a note class of its
+/// own.
+pub trait ConstructionNotes: Vocabulary {
+    /// The interest bit of the note class of findings.
+    const CONSTRUCTION_NOTES: u32;
+
+    /// The note that records `finding`.
+    fn construction_note(finding: ConstructionFinding) -> Self::Note;
+
+    /// The finding `note` records, if it records one.
+    fn construction_finding(note: &Self::Note) -> Option<ConstructionFinding>;
+}
+
+/// `construction`: no probe of the run found anything (see the module docs).
 #[derive(Debug)]
 pub struct Construction<V: Judged> {
     invariant: V::Invariant,
-    finding: fn(&V::Note) -> Option<ConstructionFinding>,
-    notes: u32,
 }
 
-impl<V: Judged> Construction<V> {
+impl<V: Judged + ConstructionNotes> Construction<V> {
     /// The checker, reporting as the system's `invariant`.
-    pub fn new(
-        invariant: V::Invariant,
-        finding: fn(&V::Note) -> Option<ConstructionFinding>,
-        notes: u32,
-    ) -> Construction<V> {
-        Construction {
-            invariant,
-            finding,
-            notes,
-        }
+    pub fn new(invariant: V::Invariant) -> Construction<V> {
+        Construction { invariant }
     }
 }
 
-impl<V: Judged> Checker<V> for Construction<V> {
+impl<V: Judged + ConstructionNotes> Checker<V> for Construction<V> {
     fn invariant(&self) -> V::Invariant {
         self.invariant
     }
 
     fn wants(&self, kind: &EventKind<V>) -> bool {
-        kind.bit() & self.notes != 0
+        kind.bit() & V::CONSTRUCTION_NOTES != 0
     }
 
     fn on_event(&mut self, event: &Stamped<Event<V>>, _facts: &V::Facts) -> Option<Violation<V>> {
         let EventKind::Note(note) = &event.event.kind else {
             return None;
         };
-        let found = (self.finding)(note)?;
+        let found = V::construction_finding(note)?;
         let who = match event.event.replica {
             Some(replica) => format!("building {replica}'s worker, "),
             None => String::new(),

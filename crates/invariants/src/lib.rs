@@ -34,8 +34,8 @@ mod track;
 mod violation;
 
 pub use construction::{
-    Built, CONSTRUCTION_HOLDS_WHEN, Construction, ConstructionFinding, ConstructionProblem,
-    Readback, SettingsRule, SettingsRules, probe,
+    Built, CONSTRUCTION_HOLDS_WHEN, Construction, ConstructionFinding, ConstructionNotes,
+    ConstructionProblem, Readback, SettingsRule, SettingsRules, probe,
 };
 pub use coverage::{Coverage, CoverageTally, SituationSet};
 pub use in_flight::{InFlightCoverage, Landing};

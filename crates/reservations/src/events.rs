@@ -19,7 +19,7 @@
 use std::fmt;
 
 use leasesim_events::{NetFailure, OpSet, Vocabulary};
-use leasesim_invariants::ConstructionFinding;
+use leasesim_invariants::{ConstructionFinding, ConstructionNotes};
 use serde::Serialize;
 use serde::ser::SerializeSeq;
 
@@ -441,6 +441,21 @@ pub mod notes {
 /// The reservation expiry system (seed 002).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Reservations;
+
+impl ConstructionNotes for Reservations {
+    const CONSTRUCTION_NOTES: u32 = notes::CONSTRUCTION;
+
+    fn construction_note(finding: ConstructionFinding) -> Note {
+        Note::Construction(finding)
+    }
+
+    fn construction_finding(note: &Note) -> Option<ConstructionFinding> {
+        match note {
+            Note::Construction(finding) => Some(*finding),
+            _ => None,
+        }
+    }
+}
 
 impl Vocabulary for Reservations {
     type Op = Op;

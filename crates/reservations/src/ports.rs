@@ -20,7 +20,7 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use leasesim_events::ReplicaId;
-use leasesim_invariants::{Built, Readback, probe};
+use leasesim_invariants::{Built, Readback};
 use leasesim_sim::{Port, World};
 use reservations_worker::{
     ClaimToken, Clock, DeadLetter, DeadLetters, DeadReason, ErrorClass, ExpireOutcome,
@@ -86,9 +86,10 @@ impl WorkerUnderTest for SimWorker {
 /// (`settings::WORKER_SETTINGS`), building with `build`; records a finding as a
 /// `Note::Construction` of the replica (judged by `construction`).
 pub fn probe_construction(ports: &WorkerPorts, build: impl Fn(&WorkerConfig) -> Built) {
-    if let Some(finding) = probe(&ports.config, &WORKER_SETTINGS, build) {
-        ports.clock.port.note(Note::Construction(finding));
-    }
+    ports
+        .clock
+        .port
+        .probe_construction(&ports.config, &WORKER_SETTINGS, build);
 }
 
 /// Builds the production core from `config` on clones of `ports`, for the construction probe.

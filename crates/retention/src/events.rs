@@ -16,7 +16,7 @@ use std::mem;
 use leasesim_events::{NetFailure, OpSet, Vocabulary, relative_clock, relative_clock_opt};
 
 pub use leasesim_events::{ClockMs, EPOCH_MS, Flow, Phase, ReplicaId, Stamped};
-use leasesim_invariants::ConstructionFinding;
+use leasesim_invariants::{ConstructionFinding, ConstructionNotes};
 use serde::Serialize;
 
 /// A lease as it travels in requests and answers (its owner is the replica of the event).
@@ -291,6 +291,21 @@ pub mod notes {
 /// The retention system (000): a lease-fenced worker deleting old rows in batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Retention;
+
+impl ConstructionNotes for Retention {
+    const CONSTRUCTION_NOTES: u32 = notes::CONSTRUCTION;
+
+    fn construction_note(finding: ConstructionFinding) -> Note {
+        Note::Construction(finding)
+    }
+
+    fn construction_finding(note: &Note) -> Option<ConstructionFinding> {
+        match note {
+            Note::Construction(finding) => Some(*finding),
+            _ => None,
+        }
+    }
+}
 
 impl Vocabulary for Retention {
     type Op = OpKind;

@@ -15,14 +15,14 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use leasesim_events::ReplicaId;
-use leasesim_invariants::{Built, Readback, probe};
+use leasesim_invariants::{Built, Readback};
 use leasesim_sim::{Port, TaskHandle};
 use retention_worker::{
     Clock, Lease, Leases, PortError, Records, RetentionWorker, RunError, TermReport, WorkerConfig,
 };
 
 use crate::Retention;
-use crate::events::{Answer, Failure, LeaseView, Note, Request};
+use crate::events::{Answer, Failure, LeaseView, Request};
 use crate::settings::WORKER_SETTINGS;
 
 /// Everything a retention worker is built from.
@@ -101,9 +101,10 @@ impl WorkerUnderTest for SimWorker {
 /// (`settings::WORKER_SETTINGS`), building with `build`; records a finding as a
 /// `Note::Construction` of the replica (judged by `construction`).
 pub fn probe_construction(ports: &WorkerPorts, build: impl Fn(&WorkerConfig) -> Built) {
-    if let Some(finding) = probe(&ports.config, &WORKER_SETTINGS, build) {
-        ports.clock.0.note(Note::Construction(finding));
-    }
+    ports
+        .clock
+        .0
+        .probe_construction(&ports.config, &WORKER_SETTINGS, build);
 }
 
 /// A clock that reads one fixed instant and never sleeps. The construction probe builds the

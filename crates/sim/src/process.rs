@@ -18,6 +18,7 @@ use std::future::Future;
 use std::rc::Rc;
 
 use leasesim_events::{EventKind, OpSet, ReplicaId, Vocabulary};
+use leasesim_invariants::{Built, ConstructionNotes, SettingsRules, probe};
 
 use crate::env::{EPOCH_MS, Env};
 use crate::faults::ClockSpec;
@@ -266,6 +267,22 @@ impl<S: System> Port<S> {
     /// Records a note of the system for this replica.
     pub fn note(&self, note: S::Note) {
         self.world.env().note_for(self.replica, note);
+    }
+
+    /// Probes the production core's construction with the run's settings `run` and the
+    /// system's `settings` (see `leasesim_invariants::probe`), building with `build`, and
+    /// records a finding as this replica's note (judged by `construction`).
+    pub fn probe_construction<C: std::fmt::Debug + Default + PartialEq>(
+        &self,
+        run: &C,
+        settings: &SettingsRules<C>,
+        build: impl Fn(&C) -> Built,
+    ) where
+        S: ConstructionNotes,
+    {
+        if let Some(finding) = probe(run, settings, build) {
+            self.note(S::construction_note(finding));
+        }
     }
 
     /// Starts a task of the worker's own (see [`crate::task`]): a task of the run, scheduled

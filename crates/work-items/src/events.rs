@@ -15,7 +15,7 @@
 //! (`leasesim_events::EventKind<WorkItems>`); only the payloads below are this system's.
 
 use leasesim_events::{NetFailure, OpSet, Vocabulary};
-use leasesim_invariants::ConstructionFinding;
+use leasesim_invariants::{ConstructionFinding, ConstructionNotes};
 use serde::Serialize;
 
 pub use leasesim_events::{ClockMs, EPOCH_MS, Phase, ReplicaId, Stamped};
@@ -493,6 +493,21 @@ pub mod notes {
     pub const TALLY: u32 = mask::note(1);
     /// What a construction probe found.
     pub const CONSTRUCTION: u32 = mask::note(2);
+}
+
+impl ConstructionNotes for WorkItems {
+    const CONSTRUCTION_NOTES: u32 = notes::CONSTRUCTION;
+
+    fn construction_note(finding: ConstructionFinding) -> Note {
+        Note::Construction(finding)
+    }
+
+    fn construction_finding(note: &Note) -> Option<ConstructionFinding> {
+        match note {
+            Note::Construction(finding) => Some(*finding),
+            _ => None,
+        }
+    }
 }
 
 impl Vocabulary for WorkItems {

@@ -18,7 +18,7 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use leasesim_events::{NetFailure, ReplicaId};
-use leasesim_invariants::{Built, Readback, probe};
+use leasesim_invariants::{Built, Readback};
 use leasesim_sim::{Port, World};
 use work_items_worker::{
     ApplyAck, ClaimError, Clock, Effect, IdempotencyKey, ItemError, ItemId, ItemWorker, Lease,
@@ -27,7 +27,7 @@ use work_items_worker::{
 };
 
 use crate::events::{
-    Answer, ErrorCode, Key, LeaseView, LookupView, Note, Op, ProviderView, Request, WorkItems,
+    Answer, ErrorCode, Key, LeaseView, LookupView, Op, ProviderView, Request, WorkItems,
 };
 use crate::settings::WORKER_SETTINGS;
 
@@ -97,9 +97,10 @@ impl WorkerUnderTest for SimWorker {
 /// (`settings::WORKER_SETTINGS`), building with `build`; records a finding as a
 /// `Note::Construction` of the replica (judged by `construction`).
 pub fn probe_construction(ports: &WorkerPorts, build: impl Fn(&WorkerConfig) -> Built) {
-    if let Some(finding) = probe(&ports.config, &WORKER_SETTINGS, build) {
-        ports.clock.0.note(Note::Construction(finding));
-    }
+    ports
+        .clock
+        .0
+        .probe_construction(&ports.config, &WORKER_SETTINGS, build);
 }
 
 /// Builds the production core from `config` on clones of `ports`, for the construction probe.

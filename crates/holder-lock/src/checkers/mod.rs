@@ -132,14 +132,7 @@ leasesim_invariants::invariants! {
         |_| StopPrompt::new(Invariant::StopPrompt);
     Construction = "construction",
         leasesim_invariants::CONSTRUCTION_HOLDS_WHEN,
-        |_| Construction::new(
-        Invariant::Construction,
-        |note| match note {
-            crate::events::Note::Construction(finding) => Some(*finding),
-            _ => None,
-        },
-        crate::events::notes::CONSTRUCTION,
-    );
+        |_| Construction::new(Invariant::Construction);
     Liveness = "liveness",
         "once faults heal, attempts end within the bound (also those running at \
          healing) and every stop() returns",

@@ -171,14 +171,7 @@ leasesim_invariants::invariants! {
         |_| RunReport::default();
     Construction = "construction",
         leasesim_invariants::CONSTRUCTION_HOLDS_WHEN,
-        |_| Construction::new(
-        Invariant::Construction,
-        |note| match note {
-            crate::events::Note::Construction(finding) => Some(*finding),
-            _ => None,
-        },
-        notes::CONSTRUCTION,
-    );
+        |_| Construction::new(Invariant::Construction);
     Liveness = "liveness",
         "once faults heal, every due held reservation is expired (or parked by a dead \
          letter) within the bound, a stopped worker's claims block nothing past it, and \

@@ -161,14 +161,7 @@ leasesim_invariants::invariants! {
         |_| StopPrompt::new(Invariant::StopPrompt).retrying(&[Op::Release, Op::Fail]);
     Construction = "construction",
         leasesim_invariants::CONSTRUCTION_HOLDS_WHEN,
-        |_| Construction::new(
-        Invariant::Construction,
-        |note| match note {
-            crate::events::Note::Construction(finding) => Some(*finding),
-            _ => None,
-        },
-        notes::CONSTRUCTION,
-    );
+        |_| Construction::new(Invariant::Construction);
     RunReport = "run-report",
         "the report run() returns matches its answers: its done, failed, released, lost \
          and abandoned claims, its status is the store's last answer, and it says \
