@@ -10,9 +10,10 @@ use std::rc::Rc;
 
 use holder_lock_worker::{AttemptEnd, AttemptReport, Found, LossCause, Release, RunError};
 use leasesim_events::ReplicaId;
-use leasesim_sim::World;
+use leasesim_sim::{Drive, LocalTask, World};
 
-use crate::events::{EndKind, HolderLock, Note, ReleaseKind};
+use crate::events::{EndKind, Forgetting, HolderLock, Note, Op, ReleaseKind};
+use crate::services;
 
 /// How an attempt ended, as an event says it.
 pub fn end_kind(end: &AttemptEnd) -> EndKind {
@@ -65,7 +66,7 @@ pub fn ended(attempt: u32, result: &Result<AttemptReport, RunError>) -> Note {
 /// Calls `run()` on a jittered schedule until an attempt reports the worker stopped before
 /// it started, or the replica was restarted with a fresh worker (which has a driver of its
 /// own): a replaced worker's driver starts no attempt.
-pub async fn drive(world: Rc<World<HolderLock>>, replica: ReplicaId) {
+pub async fn run_replica(world: Rc<World<HolderLock>>, replica: ReplicaId) {
     let env = world.env();
     let state = world.replica(replica);
     let Some((worker, generation)) = state.worker() else {
@@ -91,5 +92,39 @@ pub async fn drive(world: Rc<World<HolderLock>>, replica: ReplicaId) {
             state.set_between_terms(true);
             return;
         }
+    }
+}
+/// A replica's loop; the store's forgetting, its expiry watcher and the slow-timer notes.
+impl Drive for HolderLock {
+    const STOP_OPS: &'static [Op] = &[Op::Create, Op::Renew, Op::DeleteIfHolder];
+    type HealMark = ();
+
+    fn drive(world: Rc<World<HolderLock>>, replica: ReplicaId) -> LocalTask {
+        Box::pin(run_replica(world, replica))
+    }
+
+    /// The store's forgetting switched on (each ends once faults heal); and, not faults, the
+    /// notes of replicas with slow timers and the store's watcher, which records each
+    /// lifetime's end at its instant for the whole run (it never injects anything, so healing
+    /// does not end it).
+    fn start_faults(world: &Rc<World<HolderLock>>) {
+        services::note_slow_timers(world);
+        for cause in Forgetting::ALL {
+            if world.profile().system.forgetting[cause.index()].probability > 0.0 {
+                let forgetter = services::forgetter(world.clone(), cause);
+                leasesim_sim::phases::spawn(world, cause.key(), forgetter);
+            }
+        }
+        let watcher = services::watch_expiries(world.clone());
+        leasesim_sim::phases::spawn(world, "store", watcher);
+    }
+
+    fn faults_heal(world: &World<HolderLock>) {
+        let _ = world;
+    }
+
+    fn liveness_ends(world: &World<HolderLock>, mark: ()) {
+        let () = mark;
+        let _ = world;
     }
 }

@@ -17,7 +17,7 @@ use holder_lock_worker::{
 };
 use leasesim_events::{NetFailure, ReplicaId};
 use leasesim_invariants::{Built, Readback};
-use leasesim_sim::{Port, World};
+use leasesim_sim::{LocalTask, Port, WorkerInfo, Workers, World, catalogue};
 
 use crate::events::{Answer, HolderLock, Key, Note, Request};
 use crate::services;
@@ -356,15 +356,48 @@ macro_rules! replica_of {
 
 replica_of!(SimClock, SimStore, SimTokens, SimJob);
 
-/// The ports of `replica`, built on the world.
-pub fn ports_of(world: &Rc<World<HolderLock>>, replica: ReplicaId) -> HolderPorts {
-    let port = Port::new(world.clone(), replica);
-    HolderPorts {
-        replica,
-        config: world.profile().system.claim.clone(),
-        clock: SimClock(port.clone()),
-        store: SimStore(port.clone()),
-        tokens: SimTokens(port.clone()),
-        job: SimJob(port),
+/// The holder-lock workers: the production core and the defective ones, on the world's ports.
+impl Workers for HolderLock {
+    type Worker = dyn WorkerUnderTest;
+    type Ports = HolderPorts;
+
+    /// The ports of `replica`, built on the world.
+    fn ports(world: &Rc<World<HolderLock>>, replica: ReplicaId) -> HolderPorts {
+        let port = Port::new(world.clone(), replica);
+        HolderPorts {
+            replica,
+            config: world.profile().system.claim.clone(),
+            clock: SimClock(port.clone()),
+            store: SimStore(port.clone()),
+            tokens: SimTokens(port.clone()),
+            job: SimJob(port),
+        }
+    }
+
+    fn stop(worker: Rc<dyn WorkerUnderTest>) -> LocalTask {
+        Box::pin(async move { worker.stop().await })
+    }
+
+    /// Every worker of the system: `correct` (the production core) first.
+    fn workers() -> Vec<WorkerInfo> {
+        catalogue(
+            "the production worker core (holder-lock-worker)",
+            crate::defects::DEFECTS,
+        )
+    }
+
+    /// The factory of a worker by name: `correct`, or any name in [`crate::defects::DEFECTS`].
+    fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
+        if name == "correct" {
+            return Some(Rc::new(correct_worker));
+        }
+        let flaws_of = crate::defects::DEFECTS
+            .iter()
+            .find(|d| d.info.name == name)?
+            .build;
+        Some(Rc::new(move |ports: HolderPorts| {
+            let flaws = flaws_of(ports.replica);
+            Rc::new(crate::defects::engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
+        }))
     }
 }

@@ -15,8 +15,9 @@
 //!   hover texts name them in this system's words ([`TIMELINE_WORDS`]).
 
 use leasesim_events::{ClockMs, EventKind, NetFailure, OpSet, ReplicaId};
-use leasesim_sim::Annotator;
-use leasesim_timeline::{CallStyle, CallWords, Draw, MarkKind, MarkWords, Words};
+use leasesim_timeline::{
+    Annotator, CallStyle, CallWords, Draw, MarkKind, MarkWords, Render, Words,
+};
 
 use crate::HolderLock;
 use crate::events::{
@@ -35,109 +36,241 @@ fn held_text(held: Option<Held>) -> String {
     }
 }
 
-pub fn request_text(request: &Request) -> String {
-    let name = request.op().name();
-    let key = request.key().name();
-    match *request {
-        Request::Create {
-            token: t,
-            lifetime_ms,
-            ..
-        }
-        | Request::Renew {
-            token: t,
-            lifetime_ms,
-            ..
-        }
-        | Request::Set {
-            token: t,
-            lifetime_ms,
-            ..
-        } => format!("{name} {key} token={} lifetime={lifetime_ms}ms", token(t)),
-        Request::DeleteIfHolder { token: t, .. } => format!("{name} {key} token={}", token(t)),
-        Request::Get { .. } | Request::Delete { .. } => format!("{name} {key}"),
-    }
-}
+/// How holder-lock events read in a trace and draw on a timeline.
+impl Render for HolderLock {
+    const WORDS: &'static Words = &TIMELINE_WORDS;
+    type Annotator = Handover;
 
-pub fn applied_text(applied: &Applied) -> String {
-    match *applied {
-        Applied::Created {
-            token: t,
-            expires_at_ms,
-            took_over,
-            ..
-        } => {
-            let mut text = format!(
-                "created token={} until {}",
+    fn request_text(request: &Request) -> String {
+        let name = request.op().name();
+        let key = request.key().name();
+        match *request {
+            Request::Create {
+                token: t,
+                lifetime_ms,
+                ..
+            }
+            | Request::Renew {
+                token: t,
+                lifetime_ms,
+                ..
+            }
+            | Request::Set {
+                token: t,
+                lifetime_ms,
+                ..
+            } => format!("{name} {key} token={} lifetime={lifetime_ms}ms", token(t)),
+            Request::DeleteIfHolder { token: t, .. } => format!("{name} {key} token={}", token(t)),
+            Request::Get { .. } | Request::Delete { .. } => format!("{name} {key}"),
+        }
+    }
+
+    fn applied_text(applied: &Applied) -> String {
+        match *applied {
+            Applied::Created {
+                token: t,
+                expires_at_ms,
+                took_over,
+                ..
+            } => {
+                let mut text = format!(
+                    "created token={} until {}",
+                    token(t),
+                    ClockMs(expires_at_ms)
+                );
+                if let Some(old) = took_over {
+                    let over = format!(
+                        " (took over {}'s claim {}, run out)",
+                        old.by,
+                        token(old.token)
+                    );
+                    text.push_str(&over);
+                }
+                text
+            }
+            Applied::Exists { held, .. } => format!("exists: {}", held_text(Some(held))),
+            Applied::Renewed {
+                token: t,
+                expires_at_ms,
+                ..
+            } => format!(
+                "renewed token={} until {}",
                 token(t),
                 ClockMs(expires_at_ms)
-            );
-            if let Some(old) = took_over {
-                let over = format!(
-                    " (took over {}'s claim {}, run out)",
-                    old.by,
-                    token(old.token)
-                );
-                text.push_str(&over);
+            ),
+            Applied::RenewRefused { held, .. } => format!("not renewed: {}", held_text(held)),
+            Applied::Deleted {
+                key: Key::Claim,
+                removed,
+            } => format!(
+                "deleted {}'s claim token={}",
+                removed.by,
+                token(removed.token)
+            ),
+            Applied::Deleted { key, removed } => format!(
+                "deleted {}'s token={} from {}",
+                removed.by,
+                token(removed.token),
+                key.name()
+            ),
+            Applied::NotDeleted { held, .. } => format!("deleted nothing: {}", held_text(held)),
+            Applied::Unsupported { .. } => "refused: this store has no compare-and-delete".into(),
+            Applied::Read { held, .. } => format!("read: {}", held_text(held)),
+            Applied::Written {
+                token: t,
+                expires_at_ms,
+                replaced,
+                ..
+            } => {
+                let mut text = format!("wrote token={} until {}", token(t), ClockMs(expires_at_ms));
+                if let Some(old) = replaced {
+                    text.push_str(&format!(" over {}'s token {}", old.by, token(old.token)));
+                }
+                text
             }
-            text
-        }
-        Applied::Exists { held, .. } => format!("exists: {}", held_text(Some(held))),
-        Applied::Renewed {
-            token: t,
-            expires_at_ms,
-            ..
-        } => format!(
-            "renewed token={} until {}",
-            token(t),
-            ClockMs(expires_at_ms)
-        ),
-        Applied::RenewRefused { held, .. } => format!("not renewed: {}", held_text(held)),
-        Applied::Deleted {
-            key: Key::Claim,
-            removed,
-        } => format!(
-            "deleted {}'s claim token={}",
-            removed.by,
-            token(removed.token)
-        ),
-        Applied::Deleted { key, removed } => format!(
-            "deleted {}'s token={} from {}",
-            removed.by,
-            token(removed.token),
-            key.name()
-        ),
-        Applied::NotDeleted { held, .. } => format!("deleted nothing: {}", held_text(held)),
-        Applied::Unsupported { .. } => "refused: this store has no compare-and-delete".into(),
-        Applied::Read { held, .. } => format!("read: {}", held_text(held)),
-        Applied::Written {
-            token: t,
-            expires_at_ms,
-            replaced,
-            ..
-        } => {
-            let mut text = format!("wrote token={} until {}", token(t), ClockMs(expires_at_ms));
-            if let Some(old) = replaced {
-                text.push_str(&format!(" over {}'s token {}", old.by, token(old.token)));
-            }
-            text
         }
     }
-}
 
-pub fn answer_text(answer: &Answer) -> String {
-    match answer {
-        Answer::Created => "created".into(),
-        Answer::Exists => "exists".into(),
-        Answer::Renewed => "renewed".into(),
-        Answer::Deleted => "deleted".into(),
-        Answer::NotHolder => "not holder".into(),
-        Answer::Absent => "absent".into(),
-        Answer::Value(t) => format!("token={}", token(*t)),
-        Answer::Written => "ok".into(),
-        Answer::Unsupported => "error: unsupported".into(),
-        Answer::Failed(NetFailure::Rejected) => "error: rejected".into(),
-        Answer::Failed(NetFailure::Timeout) => "error: timeout".into(),
+    fn answer_text(answer: &Answer) -> String {
+        match answer {
+            Answer::Created => "created".into(),
+            Answer::Exists => "exists".into(),
+            Answer::Renewed => "renewed".into(),
+            Answer::Deleted => "deleted".into(),
+            Answer::NotHolder => "not holder".into(),
+            Answer::Absent => "absent".into(),
+            Answer::Value(t) => format!("token={}", token(*t)),
+            Answer::Written => "ok".into(),
+            Answer::Unsupported => "error: unsupported".into(),
+            Answer::Failed(NetFailure::Rejected) => "error: rejected".into(),
+            Answer::Failed(NetFailure::Timeout) => "error: timeout".into(),
+        }
+    }
+
+    /// The text of one of the system's notes.
+    fn note_text(note: &Note) -> String {
+        match *note {
+            Note::AttemptStarted { attempt } => format!("run() attempt {attempt} begins"),
+            Note::AttemptEnded {
+                attempt,
+                end,
+                release,
+                claims_gone,
+                renewals,
+            } => {
+                let renewed = match renewals {
+                    0 => String::new(),
+                    1 => ", 1 renewal".to_string(),
+                    n => format!(", {n} renewals"),
+                };
+                format!(
+                    "run() attempt {attempt} ends: {}{renewed}{}",
+                    end_name(end),
+                    release_text(release, claims_gone)
+                )
+            }
+            Note::JobStarted { duration_ms, steps } => {
+                format!("job starts: {steps} steps, {duration_ms}ms")
+            }
+            Note::JobStep { step } => format!("job step {step}"),
+            Note::JobFinished { steps } => format!("job done after {steps} steps"),
+            Note::JobFailed { step } => format!("job fails at step {step} (fault)"),
+            Note::Expired { key, held } => format!(
+                "** {} runs out: {}'s token {} is gone",
+                key.name(),
+                held.by,
+                token(held.token)
+            ),
+            Note::Forgot { key, cause, lost } => forgot_text(key, cause, lost),
+            Note::Reverted {
+                key,
+                held,
+                expires_at_ms,
+            } => format!(
+                "** {} holds {}'s token {} again, until {} (as before its last write)",
+                key.name(),
+                held.by,
+                token(held.token),
+                ClockMs(expires_at_ms)
+            ),
+            Note::SlowTimer { drift_ppm } => slow_timer_text(drift_ppm),
+            Note::Construction(finding) => format!("** construction: {finding}"),
+        }
+    }
+
+    /// A short stable name of a note, for per-kind counts.
+    fn note_name(note: &Note) -> &'static str {
+        match note {
+            Note::AttemptStarted { .. } => "attempt-started",
+            Note::AttemptEnded { .. } => "attempt-ended",
+            Note::JobStarted { .. } => "job-started",
+            Note::JobStep { .. } => "job-step",
+            Note::JobFinished { .. } => "job-finished",
+            Note::JobFailed { .. } => "job-failed",
+            Note::Expired { .. } => "expired",
+            Note::Forgot { .. } => "forgot",
+            Note::Reverted { .. } => "reverted",
+            Note::SlowTimer { .. } => "slow-timer",
+            Note::Construction(_) => "construction",
+        }
+    }
+
+    /// Is this answer an error of the store (not a network failure)?
+    fn answer_is_error(answer: &Answer) -> bool {
+        matches!(answer, Answer::Unsupported)
+    }
+
+    /// Creates on the first row, renewals and writes on the second, release calls on the third.
+    fn call_style(op: Op) -> CallStyle {
+        let (row, class) = match op {
+            Op::Create => (0, "ca"),
+            Op::Renew | Op::Set => (1, "cr"),
+            Op::DeleteIfHolder | Op::Get | Op::Delete => (2, "cl"),
+        };
+        CallStyle {
+            row,
+            class,
+            name: op.name(),
+        }
+    }
+
+    /// What the system's parts of an event draw (see the module docs).
+    fn draws(event: &Event, out: &mut Vec<Draw>) {
+        let mark = |kind| Draw::Mark { kind, rows: 0 };
+        match event.kind {
+            EventKind::Applied { applied, .. } => match applied {
+                Applied::Created {
+                    key: Key::Claim,
+                    token: t,
+                    took_over,
+                    ..
+                } => {
+                    if took_over.is_some() {
+                        out.push(mark(MarkKind::Takeover));
+                    }
+                    // The lane shows the serial part of the token.
+                    out.push(Draw::HoldStart {
+                        token: t & 0xFFFF_FFFF,
+                    });
+                }
+                Applied::Renewed { .. } => out.push(mark(MarkKind::Renewal)),
+                Applied::RenewRefused { .. } => out.push(mark(MarkKind::RenewLost)),
+                Applied::Deleted { removed, .. } if Some(removed.by) != event.replica => {
+                    out.push(mark(MarkKind::StaleDelete));
+                }
+                Applied::Deleted { .. } => out.push(mark(MarkKind::Release)),
+                Applied::NotDeleted { .. } => out.push(mark(MarkKind::FreedNothing)),
+                _ => {}
+            },
+            EventKind::Note(Note::JobStep { .. }) => out.push(Draw::Mark {
+                kind: MarkKind::Delete,
+                rows: 1,
+            }),
+            EventKind::Note(Note::AttemptEnded { .. }) => out.push(Draw::HoldEnd { lost: false }),
+            EventKind::Note(Note::Expired { .. }) => out.push(mark(MarkKind::Revoked)),
+            EventKind::Note(Note::Forgot { .. }) => out.push(mark(MarkKind::RefusedDelete)),
+            _ => {}
+        }
     }
 }
 
@@ -172,57 +305,6 @@ fn release_text(release: ReleaseKind, claims_gone: u64) -> String {
     }
 }
 
-/// The text of one of the system's notes.
-pub fn note_text(note: &Note) -> String {
-    match *note {
-        Note::AttemptStarted { attempt } => format!("run() attempt {attempt} begins"),
-        Note::AttemptEnded {
-            attempt,
-            end,
-            release,
-            claims_gone,
-            renewals,
-        } => {
-            let renewed = match renewals {
-                0 => String::new(),
-                1 => ", 1 renewal".to_string(),
-                n => format!(", {n} renewals"),
-            };
-            format!(
-                "run() attempt {attempt} ends: {}{renewed}{}",
-                end_name(end),
-                release_text(release, claims_gone)
-            )
-        }
-        Note::JobStarted { duration_ms, steps } => {
-            format!("job starts: {steps} steps, {duration_ms}ms")
-        }
-        Note::JobStep { step } => format!("job step {step}"),
-        Note::JobFinished { steps } => format!("job done after {steps} steps"),
-        Note::JobFailed { step } => format!("job fails at step {step} (fault)"),
-        Note::Expired { key, held } => format!(
-            "** {} runs out: {}'s token {} is gone",
-            key.name(),
-            held.by,
-            token(held.token)
-        ),
-        Note::Forgot { key, cause, lost } => forgot_text(key, cause, lost),
-        Note::Reverted {
-            key,
-            held,
-            expires_at_ms,
-        } => format!(
-            "** {} holds {}'s token {} again, until {} (as before its last write)",
-            key.name(),
-            held.by,
-            token(held.token),
-            ClockMs(expires_at_ms)
-        ),
-        Note::SlowTimer { drift_ppm } => slow_timer_text(drift_ppm),
-        Note::Construction(finding) => format!("** construction: {finding}"),
-    }
-}
-
 /// `** evicted under memory pressure: job:nightly-rollup: r1's token 00a3f9:4 is gone`; a
 /// failover names the write it lost (a `Reverted` line follows when the key holds something
 /// again).
@@ -251,23 +333,6 @@ fn slow_timer_text(drift_ppm: i64) -> String {
         "timers run slower than the store's clock: {drift_ppm} ppm (1000ms on them take \
          {store_ms}ms of the store's)"
     )
-}
-
-/// A short stable name of a note, for per-kind counts.
-pub fn note_name(note: &Note) -> &'static str {
-    match note {
-        Note::AttemptStarted { .. } => "attempt-started",
-        Note::AttemptEnded { .. } => "attempt-ended",
-        Note::JobStarted { .. } => "job-started",
-        Note::JobStep { .. } => "job-step",
-        Note::JobFinished { .. } => "job-finished",
-        Note::JobFailed { .. } => "job-failed",
-        Note::Expired { .. } => "expired",
-        Note::Forgot { .. } => "forgot",
-        Note::Reverted { .. } => "reverted",
-        Note::SlowTimer { .. } => "slow-timer",
-        Note::Construction(_) => "construction",
-    }
 }
 
 /// Per trace: who made the claim key's entry last, to annotate handovers and deletes of
@@ -304,64 +369,6 @@ impl Annotator<HolderLock> for Handover {
             )),
             _ => None,
         }
-    }
-}
-
-/// Creates on the first row, renewals and writes on the second, release calls on the third.
-pub fn call_style(op: Op) -> CallStyle {
-    let (row, class) = match op {
-        Op::Create => (0, "ca"),
-        Op::Renew | Op::Set => (1, "cr"),
-        Op::DeleteIfHolder | Op::Get | Op::Delete => (2, "cl"),
-    };
-    CallStyle {
-        row,
-        class,
-        name: op.name(),
-    }
-}
-
-/// Is this answer an error of the store (not a network failure)?
-pub fn answer_is_error(answer: &Answer) -> bool {
-    matches!(answer, Answer::Unsupported)
-}
-
-/// What the system's parts of an event draw (see the module docs).
-pub fn draws(event: &Event, out: &mut Vec<Draw>) {
-    let mark = |kind| Draw::Mark { kind, rows: 0 };
-    match event.kind {
-        EventKind::Applied { applied, .. } => match applied {
-            Applied::Created {
-                key: Key::Claim,
-                token: t,
-                took_over,
-                ..
-            } => {
-                if took_over.is_some() {
-                    out.push(mark(MarkKind::Takeover));
-                }
-                // The lane shows the serial part of the token.
-                out.push(Draw::HoldStart {
-                    token: t & 0xFFFF_FFFF,
-                });
-            }
-            Applied::Renewed { .. } => out.push(mark(MarkKind::Renewal)),
-            Applied::RenewRefused { .. } => out.push(mark(MarkKind::RenewLost)),
-            Applied::Deleted { removed, .. } if Some(removed.by) != event.replica => {
-                out.push(mark(MarkKind::StaleDelete));
-            }
-            Applied::Deleted { .. } => out.push(mark(MarkKind::Release)),
-            Applied::NotDeleted { .. } => out.push(mark(MarkKind::FreedNothing)),
-            _ => {}
-        },
-        EventKind::Note(Note::JobStep { .. }) => out.push(Draw::Mark {
-            kind: MarkKind::Delete,
-            rows: 1,
-        }),
-        EventKind::Note(Note::AttemptEnded { .. }) => out.push(Draw::HoldEnd { lost: false }),
-        EventKind::Note(Note::Expired { .. }) => out.push(mark(MarkKind::Revoked)),
-        EventKind::Note(Note::Forgot { .. }) => out.push(mark(MarkKind::RefusedDelete)),
-        _ => {}
     }
 }
 

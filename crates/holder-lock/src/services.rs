@@ -21,7 +21,7 @@ use std::pin::pin;
 use std::rc::Rc;
 
 use leasesim_events::ReplicaId;
-use leasesim_sim::{EPOCH_MS, World};
+use leasesim_sim::{Apply, EPOCH_MS, FaultProfile, Scenario, World};
 
 use crate::events::{Answer, Applied, Forgetting, HolderLock, Note, Request};
 use crate::store::Loss;
@@ -29,10 +29,23 @@ use crate::store::Loss;
 /// The services of one run: the store.
 pub type Services = crate::store::ClaimStore;
 
-/// Applies a request of `replica` at the store, now.
-pub fn apply(world: &World<HolderLock>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
-    let now_ms = world.service_now_ms();
-    world.services().apply(replica, request, now_ms)
+/// The holder-lock service: the claim store.
+impl Apply for HolderLock {
+    type Services = crate::store::ClaimStore;
+
+    fn services(
+        scenario: &Scenario<HolderLock>,
+        profile: &FaultProfile<HolderLock>,
+    ) -> crate::store::ClaimStore {
+        let _ = scenario;
+        crate::store::ClaimStore::new(profile.system.compare_and_delete)
+    }
+
+    /// Applies a request of `replica` at the store, now.
+    fn apply(world: &World<HolderLock>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
+        let now_ms = world.service_now_ms();
+        world.services().apply(replica, request, now_ms)
+    }
 }
 
 /// A fresh holder token (see the module docs).

@@ -17,7 +17,7 @@
 use holder_lock_worker::ClaimConfig;
 use leasesim_invariants::{SettingsRule, SettingsRules};
 use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Periodic, Positive, Probability, whole_field};
-use leasesim_sim::{Env, Scale, ScenarioError, SystemPart, Tick};
+use leasesim_sim::{Env, Scale, ScenarioError, Setup, SystemPart, Tick};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -235,32 +235,160 @@ pub fn claim_config(section: &ClaimSection) -> ClaimConfig {
     }
 }
 
-/// Checks the holder-lock part of a scenario file.
-pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
-    let file: SettingsFile = part.deserialize()?;
-    let (section, span) = match file.claim {
-        Some(spanned) => {
-            let span = spanned.span();
-            (spanned.into_inner(), span)
+/// The holder-lock part of a scenario, and what a run draws from it.
+impl Setup for HolderLock {
+    const KEYS: &'static [&'static str] = &["claim", "store", "job", "attempt_bound_ms"];
+    const FAULT_KEYS: &'static [&'static str] = &["job_fail", "evict", "failover", "store_restart"];
+    type Settings = Settings;
+    type Drawn = Drawn;
+
+    /// Checks the holder-lock part of a scenario file.
+    fn settings(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
+        let file: SettingsFile = part.deserialize()?;
+        let (section, span) = match file.claim {
+            Some(spanned) => {
+                let span = spanned.span();
+                (spanned.into_inner(), span)
+            }
+            None => (ClaimSection::default(), 0..0),
+        };
+        let claim = claim_config(&section);
+        claim
+            .validate()
+            .map_err(|err| part.error_at(span, &format!("[claim]: {err}")))?;
+        Ok(Settings {
+            claim,
+            store: file.store,
+            job: file.job,
+            attempt_bound_ms: file.attempt_bound_ms.get(),
+            job_fail: file.faults.job_fail,
+            forgetting: [
+                file.faults.evict,
+                file.faults.failover,
+                file.faults.store_restart,
+            ],
+        })
+    }
+
+    fn check_scenario(
+        scenario: &leasesim_sim::Scenario<HolderLock>,
+    ) -> Result<(), (&'static str, String)> {
+        crate::bounds::check(scenario)
+    }
+
+    /// Draws the holder-lock part of one run's profile.
+    fn draw(
+        scenario: &leasesim_sim::Scenario<HolderLock>,
+        env: &dyn Env<HolderLock>,
+        scale: &Scale<'_>,
+    ) -> Drawn {
+        let settings = &scenario.settings;
+        let job_fail = scale.apply(settings.job_fail.get());
+        let long_share = scale.apply(settings.job.long_share.get());
+        let job = JobSection {
+            long_share: Probability::new(long_share).expect("a scaled probability"),
+            ..settings.job.clone()
+        };
+        let forgetting = settings.forgetting.clone().map(|periodic| Tick {
+            probability: scale.apply(periodic.probability.get()),
+            every_ms: periodic.every_ms,
+        });
+        let swarm = scale.swarm().then(|| SwarmDraw {
+            renewal_off: settings.claim.renew_every_ms.is_some() && env.pick(2) == 1,
+            compare_and_delete_off: settings.store.compare_and_delete && env.pick(2) == 1,
+        });
+        let mut claim = settings.claim.clone();
+        let mut compare_and_delete = settings.store.compare_and_delete;
+        if let Some(draw) = swarm {
+            if draw.renewal_off {
+                claim.renew_every_ms = None;
+            }
+            compare_and_delete &= !draw.compare_and_delete_off;
         }
-        None => (ClaimSection::default(), 0..0),
-    };
-    let claim = claim_config(&section);
-    claim
-        .validate()
-        .map_err(|err| part.error_at(span, &format!("[claim]: {err}")))?;
-    Ok(Settings {
-        claim,
-        store: file.store,
-        job: file.job,
-        attempt_bound_ms: file.attempt_bound_ms.get(),
-        job_fail: file.faults.job_fail,
-        forgetting: [
-            file.faults.evict,
-            file.faults.failover,
-            file.faults.store_restart,
-        ],
-    })
+        let drawn = Drawn {
+            claim,
+            compare_and_delete,
+            job,
+            job_fail,
+            forgetting,
+            swarm,
+        };
+        // invariant: the drawn configuration is one the worker accepts, and the faults stay
+        // within their envelope.
+        assert!(drawn.claim.validate().is_ok(), "{:?}", drawn.claim);
+        debug_assert!(drawn.job_fail <= settings.job_fail.get());
+        debug_assert!(Forgetting::ALL.iter().all(|cause| {
+            let i = cause.index();
+            drawn.forgetting[i].probability <= settings.forgetting[i].probability.get()
+        }));
+        drawn
+    }
+
+    /// Header lines of the holder-lock part of a profile.
+    fn describe(drawn: &Drawn) -> Vec<String> {
+        let claim = &drawn.claim;
+        let renewal = match claim.renew_every_ms {
+            Some(every_ms) => format!("renewed every {every_ms}ms"),
+            None => "never renewed".into(),
+        };
+        let drew = |taken: bool| if taken { " (drawn)" } else { "" };
+        let swarm = drawn.swarm.unwrap_or(SwarmDraw {
+            renewal_off: false,
+            compare_and_delete_off: false,
+        });
+        let mut lines = vec![format!(
+            "claim: {} for {}ms, trusted {}ms, {renewal}{}",
+            claim.key,
+            claim.lifetime_ms,
+            claim.trusted_ms(),
+            drew(swarm.renewal_off)
+        )];
+        if !drawn.compare_and_delete {
+            let taken = drew(swarm.compare_and_delete_off);
+            lines.push(format!("store: no compare-and-delete{taken}"));
+        }
+        let job = &drawn.job;
+        let mut line = format!(
+            "job: {}..{}ms, a step every {}ms",
+            job.duration_ms.min,
+            job.duration_ms.max,
+            job.step_ms.get()
+        );
+        if job.long_share.get() > 0.0 {
+            let share = leasesim_sim::faults::probability_text(job.long_share.get());
+            let long = job.long_duration_ms;
+            line.push_str(&format!("; long ({}..{}ms) p={share}", long.min, long.max));
+        }
+        lines.push(line);
+        if drawn.job_fail > 0.0 {
+            let p = leasesim_sim::faults::probability_text(drawn.job_fail);
+            lines.push(format!("job-fail: p={p} per step"));
+        }
+        for cause in Forgetting::ALL {
+            let tick = &drawn.forgetting[cause.index()];
+            if tick.probability > 0.0 {
+                let label = cause.key().replace('_', "-");
+                lines.push(leasesim_sim::faults::tick_text(&label, tick, ""));
+            }
+        }
+        lines
+    }
+
+    fn shrink_moves() -> &'static [(&'static str, &'static str)] {
+        &[
+            ("faults.job_fail", "0"),
+            ("faults.evict.probability", "0"),
+            ("faults.failover.probability", "0"),
+            ("faults.store_restart.probability", "0"),
+            ("job.long_share", "0"),
+        ]
+    }
+
+    fn faults_on(settings: &Settings) -> usize {
+        let forgetting = settings.forgetting.iter();
+        let on = forgetting.filter(|p| p.probability.get() > 0.0).count();
+        usize::from(settings.job_fail.get() > 0.0) + on
+    }
 }
 
 /// What a swarm run drew beyond the faults.
@@ -287,102 +415,4 @@ pub struct Drawn {
     pub forgetting: [Tick; 3],
     /// What a swarm run drew (`None` without swarm).
     pub swarm: Option<SwarmDraw>,
-}
-
-/// Draws the holder-lock part of one run's profile.
-pub fn draw(
-    scenario: &leasesim_sim::Scenario<HolderLock>,
-    env: &dyn Env<HolderLock>,
-    scale: &Scale<'_>,
-) -> Drawn {
-    let settings = &scenario.settings;
-    let job_fail = scale.apply(settings.job_fail.get());
-    let long_share = scale.apply(settings.job.long_share.get());
-    let job = JobSection {
-        long_share: Probability::new(long_share).expect("a scaled probability"),
-        ..settings.job.clone()
-    };
-    let forgetting = settings.forgetting.clone().map(|periodic| Tick {
-        probability: scale.apply(periodic.probability.get()),
-        every_ms: periodic.every_ms,
-    });
-    let swarm = scale.swarm().then(|| SwarmDraw {
-        renewal_off: settings.claim.renew_every_ms.is_some() && env.pick(2) == 1,
-        compare_and_delete_off: settings.store.compare_and_delete && env.pick(2) == 1,
-    });
-    let mut claim = settings.claim.clone();
-    let mut compare_and_delete = settings.store.compare_and_delete;
-    if let Some(draw) = swarm {
-        if draw.renewal_off {
-            claim.renew_every_ms = None;
-        }
-        compare_and_delete &= !draw.compare_and_delete_off;
-    }
-    let drawn = Drawn {
-        claim,
-        compare_and_delete,
-        job,
-        job_fail,
-        forgetting,
-        swarm,
-    };
-    // invariant: the drawn configuration is one the worker accepts, and the faults stay
-    // within their envelope.
-    assert!(drawn.claim.validate().is_ok(), "{:?}", drawn.claim);
-    debug_assert!(drawn.job_fail <= settings.job_fail.get());
-    debug_assert!(Forgetting::ALL.iter().all(|cause| {
-        let i = cause.index();
-        drawn.forgetting[i].probability <= settings.forgetting[i].probability.get()
-    }));
-    drawn
-}
-
-/// Header lines of the holder-lock part of a profile.
-pub fn describe(drawn: &Drawn) -> Vec<String> {
-    let claim = &drawn.claim;
-    let renewal = match claim.renew_every_ms {
-        Some(every_ms) => format!("renewed every {every_ms}ms"),
-        None => "never renewed".into(),
-    };
-    let drew = |taken: bool| if taken { " (drawn)" } else { "" };
-    let swarm = drawn.swarm.unwrap_or(SwarmDraw {
-        renewal_off: false,
-        compare_and_delete_off: false,
-    });
-    let mut lines = vec![format!(
-        "claim: {} for {}ms, trusted {}ms, {renewal}{}",
-        claim.key,
-        claim.lifetime_ms,
-        claim.trusted_ms(),
-        drew(swarm.renewal_off)
-    )];
-    if !drawn.compare_and_delete {
-        let taken = drew(swarm.compare_and_delete_off);
-        lines.push(format!("store: no compare-and-delete{taken}"));
-    }
-    let job = &drawn.job;
-    let mut line = format!(
-        "job: {}..{}ms, a step every {}ms",
-        job.duration_ms.min,
-        job.duration_ms.max,
-        job.step_ms.get()
-    );
-    if job.long_share.get() > 0.0 {
-        let share = leasesim_sim::faults::probability_text(job.long_share.get());
-        let long = job.long_duration_ms;
-        line.push_str(&format!("; long ({}..{}ms) p={share}", long.min, long.max));
-    }
-    lines.push(line);
-    if drawn.job_fail > 0.0 {
-        let p = leasesim_sim::faults::probability_text(drawn.job_fail);
-        lines.push(format!("job-fail: p={p} per step"));
-    }
-    for cause in Forgetting::ALL {
-        let tick = &drawn.forgetting[cause.index()];
-        if tick.probability > 0.0 {
-            let label = cause.key().replace('_', "-");
-            lines.push(leasesim_sim::faults::tick_text(&label, tick, ""));
-        }
-    }
-    lines
 }

@@ -390,7 +390,7 @@ fn measure_together<S: System>(drivers: &[&Driver<'_, S>], target_s: f64) -> Vec
     totals
 }
 
-fn measure_scenario<S: System>(name: &str) -> ScenarioFigures {
+fn measure_scenario<S: System + leasesim::Render>(name: &str) -> ScenarioFigures {
     let scenario = common::builtin_scenario_of::<S>(name);
     let factory = common::correct_factory_of::<S>();
     let spec = common::fuzz_spec(&scenario, &factory);

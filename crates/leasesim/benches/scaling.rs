@@ -223,7 +223,7 @@ fn measure_scenario<S: System>(value: String, scenario: &Rc<leasesim_sim::Scenar
 }
 
 /// `base` (a builtin scenario of `S`) with `overrides` (`key = value` in TOML) written in.
-fn overridden<S: System>(
+fn overridden<S: System + leasesim::Render>(
     base: &str,
     overrides: &[(&str, String)],
 ) -> Rc<leasesim_sim::Scenario<S>> {
@@ -256,7 +256,7 @@ fn fault_overrides<S: System>(faults: Faults) -> Vec<(String, String)> {
 
 /// The dimensions of system `S` from its no-fault scenario `base`; `size` is the system's own
 /// dimension (a key and its values), if it has one.
-fn system_dimensions<S: System>(
+fn system_dimensions<S: System + leasesim::Render>(
     base: &str,
     size: Option<(&str, &[u64])>,
 ) -> Vec<(String, Vec<Row>)> {

@@ -126,7 +126,7 @@ pub fn resolve_one(reference: &str) -> Result<Arc<dyn AnyScenario>, UsageError> 
 }
 
 /// Resolves one scenario reference of system `S`, typed (for tests and the library API).
-pub fn resolve_typed<S: leasesim_sim::System>(
+pub fn resolve_typed<S: leasesim_sim::System + leasesim_timeline::Render>(
     reference: &str,
 ) -> Result<leasesim_sim::Scenario<S>, UsageError> {
     let found = resolve_one(reference)?;

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use leasesim_retention::{Retention, WorkerPorts, WorkerUnderTest};
 use leasesim_rt::{Feed, Strategy};
 use leasesim_sim::{Scenario, System, WorkerFactory};
+use leasesim_timeline::Render;
 
 use crate::catalog;
 use crate::error::parse_seed;
@@ -33,12 +34,12 @@ pub const SHRINK_BUDGET: u64 = 20_000;
 
 /// Something that names a scenario of system `S`: a builtin name, a path, or a loaded
 /// scenario.
-pub trait IntoScenario<S: System> {
+pub trait IntoScenario<S: System + Render> {
     #[track_caller]
     fn into_scenario(self) -> Scenario<S>;
 }
 
-impl<S: System> IntoScenario<S> for Scenario<S> {
+impl<S: System + Render> IntoScenario<S> for Scenario<S> {
     fn into_scenario(self) -> Scenario<S> {
         self
     }
@@ -46,7 +47,7 @@ impl<S: System> IntoScenario<S> for Scenario<S> {
 
 /// The scenario of system `S` behind `found`; panics naming both systems otherwise.
 #[track_caller]
-fn of_system<S: System>(found: Arc<dyn AnyScenario>) -> Scenario<S> {
+fn of_system<S: System + Render>(found: Arc<dyn AnyScenario>) -> Scenario<S> {
     match found.as_any().downcast_ref::<ScenarioOf<S>>() {
         Some(scenario) => scenario.0.clone(),
         None => panic!(
@@ -58,7 +59,7 @@ fn of_system<S: System>(found: Arc<dyn AnyScenario>) -> Scenario<S> {
     }
 }
 
-impl<S: System> IntoScenario<S> for &str {
+impl<S: System + Render> IntoScenario<S> for &str {
     /// A builtin name (`"steady"`) or a path to a scenario file. Panics with the error.
     #[track_caller]
     fn into_scenario(self) -> Scenario<S> {
@@ -69,7 +70,7 @@ impl<S: System> IntoScenario<S> for &str {
     }
 }
 
-impl<S: System> IntoScenario<S> for &Path {
+impl<S: System + Render> IntoScenario<S> for &Path {
     #[track_caller]
     fn into_scenario(self) -> Scenario<S> {
         match catalog::load(self) {
@@ -79,7 +80,7 @@ impl<S: System> IntoScenario<S> for &Path {
     }
 }
 
-impl<S: System> IntoScenario<S> for PathBuf {
+impl<S: System + Render> IntoScenario<S> for PathBuf {
     #[track_caller]
     fn into_scenario(self) -> Scenario<S> {
         self.as_path().into_scenario()
@@ -95,7 +96,7 @@ struct Toolbox {
 }
 
 /// A check of one worker against one scenario of system `S`.
-pub struct Check<S: System> {
+pub struct Check<S: System + Render> {
     scenario: Rc<Scenario<S>>,
     factory: Rc<WorkerFactory<S>>,
     worker_name: String,
@@ -117,7 +118,7 @@ pub struct CheckSummary {
 
 /// The first failing seed of a check.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CheckFailure<S: System> {
+pub struct CheckFailure<S: System + Render> {
     pub scenario: String,
     pub worker: String,
     pub seed: u64,
@@ -129,7 +130,7 @@ pub struct CheckFailure<S: System> {
     pub details: String,
 }
 
-impl<S: System> std::fmt::Display for CheckFailure<S> {
+impl<S: System + Render> std::fmt::Display for CheckFailure<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
@@ -165,7 +166,7 @@ where
 
 /// Starts a check of any system's worker, built by `factory`, against `scenario`.
 #[track_caller]
-pub fn check_system<S: System>(
+pub fn check_system<S: System + Render>(
     scenario: impl IntoScenario<S>,
     factory: Rc<WorkerFactory<S>>,
 ) -> Check<S> {
@@ -180,7 +181,7 @@ pub fn check_system<S: System>(
     }
 }
 
-impl<S: System> Check<S> {
+impl<S: System + Render> Check<S> {
     /// Checks a builtin worker of the system by name (`correct`, `stale-release`, ...)
     /// instead.
     #[track_caller]
@@ -367,7 +368,7 @@ impl<S: System> Check<S> {
 
 impl Toolbox {
     /// Runs what was asked for on the failing `seed`; the text to show with the failure.
-    fn details<S: System>(&self, base: &RunSpec<S>, seed: u64) -> String {
+    fn details<S: System + Render>(&self, base: &RunSpec<S>, seed: u64) -> String {
         let mut out = String::new();
         if !self.trace && self.shrink_budget.is_none() && self.html.is_none() {
             return out;
@@ -415,7 +416,7 @@ fn write_timeline(path: &Path, html: &str) -> String {
 }
 
 /// Runs `seeds` in order; the seeds run, or the first failing seed and its report.
-fn first_failure<S: System>(
+fn first_failure<S: System + Render>(
     base: &RunSpec<S>,
     seeds: &[u64],
     print_trace: bool,
@@ -452,7 +453,7 @@ fn failure_db() -> Option<FailureDb> {
 
 /// Records `failure` in the database (when there is one).
 #[track_caller]
-fn record<S: System>(
+fn record<S: System + Render>(
     db: Option<&mut FailureDb>,
     failure: &CheckFailure<S>,
     reference: &str,

@@ -7,24 +7,25 @@
 //!   and answering (failed when refused, lost or answered an error), faults, pauses, stops,
 //!   restarts, clock jumps.
 //! - *system strokes*: what the system says its applies, answers and notes draw
-//!   ([`System::draws`]): effects, held tokens, refusals, its own faults.
+//!   ([`Render::draws`]): effects, held tokens, refusals, its own faults.
 
 use leasesim_events::{Event, EventKind, NetFailure, Stamped, Vocabulary};
 use leasesim_sim::System;
+use leasesim_timeline::Render;
 use leasesim_timeline::{Draw, MarkKind, Moment, Stroke, TimelineInput, ViolationMark};
 
 use crate::runner::RunReport;
 use crate::trace::{self, TraceHeader};
 
 /// Does `answer` say the call failed (a network failure, or the system's own error)?
-fn answer_failed<S: System>(answer: &S::Answer) -> bool {
+fn answer_failed<S: System + Render>(answer: &S::Answer) -> bool {
     *answer == S::failed(NetFailure::Rejected)
         || *answer == S::failed(NetFailure::Timeout)
         || S::answer_is_error(answer)
 }
 
 /// The shared strokes of one event, then the system's.
-fn strokes_of<S: System>(index: usize, event: &Event<S>, out: &mut Vec<Stroke>) {
+fn strokes_of<S: System + Render>(index: usize, event: &Event<S>, out: &mut Vec<Stroke>) {
     let mut draws = Vec::new();
     let mark = |kind| Draw::Mark { kind, rows: 0 };
     match &event.kind {
@@ -69,7 +70,7 @@ fn strokes_of<S: System>(index: usize, event: &Event<S>, out: &mut Vec<Stroke>) 
 }
 
 /// Every event's moment and strokes.
-pub fn strokes<S: System>(events: &[Stamped<Event<S>>]) -> (Vec<Moment>, Vec<Stroke>) {
+pub fn strokes<S: System + Render>(events: &[Stamped<Event<S>>]) -> (Vec<Moment>, Vec<Stroke>) {
     let mut strokes = Vec::new();
     let moments = events
         .iter()
@@ -87,7 +88,11 @@ pub fn strokes<S: System>(events: &[Stamped<Event<S>>]) -> (Vec<Moment>, Vec<Str
 }
 
 /// A self-contained HTML document showing `report`'s events on one lane per replica.
-pub fn render<S: System>(head: &TraceHeader, report: &RunReport<S>, replicas: u16) -> String {
+pub fn render<S: System + Render>(
+    head: &TraceHeader,
+    report: &RunReport<S>,
+    replicas: u16,
+) -> String {
     let lines: Vec<String> = report.events.iter().map(trace::line).collect();
     let header_lines: Vec<String> = trace::header(head, report)
         .lines()
@@ -107,7 +112,7 @@ pub fn render<S: System>(head: &TraceHeader, report: &RunReport<S>, replicas: u1
         strokes: &strokes,
         lines: &lines,
         violation,
-        words: S::timeline_words(),
+        words: S::WORDS,
     };
     leasesim_timeline::render_html(&input)
 }

@@ -52,11 +52,13 @@ pub use leasesim_retention::{
     Retention, SimWorker, WorkerPorts, WorkerUnderTest, correct_worker_of,
 };
 pub use leasesim_rt::Strategy;
-pub use leasesim_sim::System;
+/// A system and its components; `Render` is how its events read and draw.
+pub use leasesim_sim::{Apply, Checks, Drive, Setup, System, Workers};
 /// The systems' store ports on real databases, and the models behind them
 /// (`leasesim-stores`): implement a port for your store to check it with the conformance
 /// drivers (feature `conformance`).
 pub use leasesim_stores as stores;
+pub use leasesim_timeline::Render;
 pub use runner::Outcome;
 
 /// A scenario of the retention system.

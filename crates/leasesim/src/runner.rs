@@ -544,6 +544,7 @@ pub fn judge<S: System>(
 #[cfg(test)]
 mod tests {
     use leasesim_retention::Retention;
+    use leasesim_sim::Workers;
 
     use super::*;
 

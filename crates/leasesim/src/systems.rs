@@ -26,6 +26,7 @@ use leasesim_retention::Retention;
 use leasesim_rt::{Choice, Feed, Interrupt, Strategy};
 use leasesim_sim::scenario::parse_scenario;
 use leasesim_sim::{Scenario, ScenarioError, System, WorkerFactory, WorkerInfo};
+use leasesim_timeline::Render;
 
 use crate::overrides::Overrides;
 use crate::runner::{RunReport, RunSpec, RunStats, checker_set, run};
@@ -182,11 +183,11 @@ pub fn system(name: &str) -> Option<&'static dyn AnySystem> {
 /// The entry of system `S`. Every entry is a zero-sized `SystemOf<S>` and knows everything from
 /// `S` alone, so this needs no registry look-up: a system outside [`SYSTEMS`] (one written in a
 /// test, like `crates/leasesim/tests/toy/`) is named by its erased scenarios all the same.
-fn system_entry<S: System>() -> &'static dyn AnySystem {
+fn system_entry<S: System + Render>() -> &'static dyn AnySystem {
     const { &SystemOf::<S>::new() }
 }
 
-impl<S: System> AnySystem for SystemOf<S> {
+impl<S: System + Render> AnySystem for SystemOf<S> {
     fn name(&self) -> &'static str {
         S::NAME
     }
@@ -229,21 +230,21 @@ impl<S: System> AnySystem for SystemOf<S> {
 }
 
 /// `scenario` behind the facade.
-pub fn erase<S: System>(scenario: Scenario<S>) -> Arc<dyn AnyScenario> {
+pub fn erase<S: System + Render>(scenario: Scenario<S>) -> Arc<dyn AnyScenario> {
     Arc::new(ScenarioOf(scenario))
 }
 
 /// The scenario of system `S` behind `scenario` (`None`: it is of another system).
-pub fn typed<S: System>(scenario: &dyn AnyScenario) -> Option<Scenario<S>> {
+pub fn typed<S: System + Render>(scenario: &dyn AnyScenario) -> Option<Scenario<S>> {
     let found = scenario.as_any().downcast_ref::<ScenarioOf<S>>()?;
     Some(found.0.clone())
 }
 
 /// A scenario of system `S` behind the facade.
 #[derive(Debug)]
-pub struct ScenarioOf<S: System>(pub Scenario<S>);
+pub struct ScenarioOf<S: System + Render>(pub Scenario<S>);
 
-impl<S: System> ScenarioOf<S> {
+impl<S: System + Render> ScenarioOf<S> {
     fn runner_of(
         &self,
         worker: &str,
@@ -256,7 +257,7 @@ impl<S: System> ScenarioOf<S> {
     }
 }
 
-impl<S: System> AnyScenario for ScenarioOf<S> {
+impl<S: System + Render> AnyScenario for ScenarioOf<S> {
     fn system(&self) -> &'static dyn AnySystem {
         system_entry::<S>()
     }
@@ -331,11 +332,11 @@ impl<S: System> AnyScenario for ScenarioOf<S> {
 }
 
 /// A runner of system `S`.
-struct RunnerOf<S: System> {
+struct RunnerOf<S: System + Render> {
     spec: RunSpec<S>,
 }
 
-impl<S: System> AnyRunner for RunnerOf<S> {
+impl<S: System + Render> AnyRunner for RunnerOf<S> {
     fn set_interrupt(&mut self, interrupt: Interrupt) {
         self.spec.interrupt = Some(interrupt);
     }
@@ -391,12 +392,12 @@ impl<S: System> AnyRunner for RunnerOf<S> {
 }
 
 /// One run's report of system `S`, with what rendering it needs.
-pub struct ReportOf<S: System> {
+pub struct ReportOf<S: System + Render> {
     pub report: RunReport<S>,
     pub replicas: u16,
 }
 
-impl<S: System> AnyReport for ReportOf<S> {
+impl<S: System + Render> AnyReport for ReportOf<S> {
     fn label(&self) -> String {
         self.report.outcome.label()
     }

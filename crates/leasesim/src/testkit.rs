@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use leasesim_sim::System;
+use leasesim_timeline::Render;
 
 use leasesim_sim::Scenario;
 
@@ -31,7 +32,7 @@ use crate::Strategy;
 pub const STRATEGIES: [Strategy; 2] = [Strategy::Random, Strategy::Pct { depth: 3 }];
 
 /// The builtin scenarios of a registered system `S`.
-pub fn builtin<S: System>() -> Vec<Rc<Scenario<S>>> {
+pub fn builtin<S: System + Render>() -> Vec<Rc<Scenario<S>>> {
     let names = builtin_names_of(S::NAME);
     assert!(!names.is_empty(), "{} has no builtin scenario", S::NAME);
     names
@@ -41,12 +42,12 @@ pub fn builtin<S: System>() -> Vec<Rc<Scenario<S>>> {
 }
 
 /// The builtin scenario `name` of `S`.
-fn load<S: System>(name: &str) -> Scenario<S> {
+fn load<S: System + Render>(name: &str) -> Scenario<S> {
     resolve_typed::<S>(name).unwrap_or_else(|error| panic!("{}: {name}: {error}", S::NAME))
 }
 
 /// A run of `worker` on `scenario`, from `seed`.
-pub fn spec<S: System>(
+pub fn spec<S: System + Render>(
     scenario: &Rc<Scenario<S>>,
     worker: &str,
     seed: u64,
@@ -65,7 +66,10 @@ pub fn spec<S: System>(
 
 /// The production worker passes every one of `scenarios` at seeds `0..seeds`, under random
 /// and PCT depth 3.
-pub fn correct_passes_every_scenario<S: System>(scenarios: &[Rc<Scenario<S>>], seeds: u64) {
+pub fn correct_passes_every_scenario<S: System + Render>(
+    scenarios: &[Rc<Scenario<S>>],
+    seeds: u64,
+) {
     for scenario in scenarios {
         let name = &scenario.name;
         for strategy in STRATEGIES {
@@ -90,7 +94,7 @@ pub fn correct_passes_every_scenario<S: System>(scenarios: &[Rc<Scenario<S>>], s
 /// `scenarios`, by one of its declared invariants, under random (from seed 0) and PCT depth 3
 /// (from seed 1,000,000); returns each worker's name and the invariant that caught it under
 /// random.
-pub fn defects_caught_by_their_invariants<S: System>(
+pub fn defects_caught_by_their_invariants<S: System + Render>(
     scenarios: &[Rc<Scenario<S>>],
     max_seeds: u64,
 ) -> Vec<(String, String)> {
@@ -141,7 +145,7 @@ pub fn defects_caught_by_their_invariants<S: System>(
 
 /// How a scenario's situation is read off its runs.
 #[derive(Clone, Copy)]
-pub enum Probe<S: System> {
+pub enum Probe<S: System + Render> {
     /// Off each run: it must hold in most seeds.
     EachRun(fn(&RunReport<S>) -> bool),
     /// Off the runs together (a swarm scenario switching faults between seeds).
@@ -151,7 +155,10 @@ pub enum Probe<S: System> {
 /// Every builtin scenario of a registered `S` has one row of `probes` (scenario, probe,
 /// control); each scenario's situation happens in more than half of `seeds` runs of the
 /// production worker (`AcrossSeeds`: over them), and in none of its control's.
-pub fn scenarios_make_their_situations<S: System>(probes: &[(&str, Probe<S>, &str)], seeds: u64) {
+pub fn scenarios_make_their_situations<S: System + Render>(
+    probes: &[(&str, Probe<S>, &str)],
+    seeds: u64,
+) {
     let files: BTreeSet<&str> = builtin_names_of(S::NAME).into_iter().collect();
     let probed: BTreeSet<&str> = probes.iter().map(|(name, _, _)| *name).collect();
     assert_eq!(files, probed, "every scenario file needs exactly one probe");

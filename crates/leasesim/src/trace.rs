@@ -7,7 +7,7 @@
 //! - *line*: virtual time (fixed width), replica, operation, arguments, outcome. Call ids
 //!   (`#12`) tie a request to its apply and its answer. The shared parts of a line (`->`,
 //!   `applied #N:`, `<-`, faults, pauses, stops, phases) are written here; the system writes
-//!   its requests, applies, answers and notes ([`System::request_text`] and its siblings).
+//!   its requests, applies, answers and notes ([`Render::request_text`] and its siblings).
 //! - *clock values* (clock reads, cutoffs, expiries, creation times) are shown relative to the
 //!   epoch, the instant virtual time 0 corresponds to: `-300000` is five minutes before the
 //!   run started.
@@ -21,7 +21,8 @@ use std::fmt::Write as _;
 
 use leasesim_events::{ClockMs, Event, EventKind, OpSet, Phase, Stamped};
 use leasesim_invariants::InvariantName;
-use leasesim_sim::{Annotator, System};
+use leasesim_sim::System;
+use leasesim_timeline::{Annotator, Render};
 
 use crate::runner::{RunReport, RunSpec};
 
@@ -46,7 +47,7 @@ pub struct TraceHeader {
 
 impl TraceHeader {
     /// The header of a run of `spec`, fed by `feed` (`seed 42`, `choices FILE`, ...).
-    pub fn of<S: System>(spec: &RunSpec<S>, feed: String) -> TraceHeader {
+    pub fn of<S: System + Render>(spec: &RunSpec<S>, feed: String) -> TraceHeader {
         TraceHeader {
             system: S::NAME,
             scenario: spec.scenario.name.clone(),
@@ -67,7 +68,7 @@ pub fn clock(value_ms: u64) -> String {
 }
 
 /// The text of one event (without time and replica).
-pub fn event_text<S: System>(kind: &EventKind<S>) -> String {
+pub fn event_text<S: System + Render>(kind: &EventKind<S>) -> String {
     match kind {
         EventKind::Phase(Phase::Safety) => "== phase: safety (faults on)".into(),
         EventKind::Phase(Phase::Liveness) => "== phase: liveness (faults healed)".into(),
@@ -105,7 +106,7 @@ pub fn event_text<S: System>(kind: &EventKind<S>) -> String {
 }
 
 /// One rendered line for an event.
-pub fn line<S: System>(event: &Stamped<Event<S>>) -> String {
+pub fn line<S: System + Render>(event: &Stamped<Event<S>>) -> String {
     let replica = event
         .event
         .replica
@@ -118,7 +119,7 @@ pub fn line<S: System>(event: &Stamped<Event<S>>) -> String {
 }
 
 /// The header block.
-pub fn header<S: System>(head: &TraceHeader, report: &RunReport<S>) -> String {
+pub fn header<S: System + Render>(head: &TraceHeader, report: &RunReport<S>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "system:   {}", head.system);
     let _ = writeln!(out, "scenario: {} ({})", head.scenario, head.source);
@@ -150,7 +151,7 @@ pub fn header<S: System>(head: &TraceHeader, report: &RunReport<S>) -> String {
 }
 
 /// The full text trace: header, then one line per event, the violation marked in place.
-pub fn render<S: System>(head: &TraceHeader, report: &RunReport<S>) -> String {
+pub fn render<S: System + Render>(head: &TraceHeader, report: &RunReport<S>) -> String {
     let mut out = header(head, report);
     out.push('\n');
     let marks: Vec<(u64, String)> = report
@@ -186,7 +187,7 @@ pub fn render<S: System>(head: &TraceHeader, report: &RunReport<S>) -> String {
 }
 
 /// The header as one JSON object: what the text header says, keyed.
-fn header_json<S: System>(head: &TraceHeader, report: &RunReport<S>) -> serde_json::Value {
+fn header_json<S: System + Render>(head: &TraceHeader, report: &RunReport<S>) -> serde_json::Value {
     serde_json::json!({
         "kind": "header",
         "system": head.system,
@@ -209,7 +210,7 @@ fn header_json<S: System>(head: &TraceHeader, report: &RunReport<S>) -> serde_js
 /// JSON lines for tools: the header object, one object per event, then one verdict object;
 /// each says its `kind` (`header`, `event`, `verdict`). Clock values are relative to the
 /// epoch, as in the text trace.
-pub fn render_json<S: System>(head: &TraceHeader, report: &RunReport<S>) -> String {
+pub fn render_json<S: System + Render>(head: &TraceHeader, report: &RunReport<S>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", header_json(head, report));
     for event in &report.events {
@@ -242,7 +243,7 @@ pub fn render_json<S: System>(head: &TraceHeader, report: &RunReport<S>) -> Stri
 /// summary of the whole run (events per kind, the trace hash) and the verdict. Any change
 /// anywhere in the run changes the hash, so a snapshot still catches it; the full trace is
 /// one `replay` away.
-pub fn render_digest<S: System>(
+pub fn render_digest<S: System + Render>(
     head: &TraceHeader,
     report: &RunReport<S>,
     max_lines: usize,
@@ -278,7 +279,7 @@ pub fn render_digest<S: System>(
     out
 }
 
-fn kind_name<S: System>(kind: &EventKind<S>) -> &'static str {
+fn kind_name<S: System + Render>(kind: &EventKind<S>) -> &'static str {
     match kind {
         EventKind::Phase(_) => "phase",
         EventKind::Call { .. } => "call",

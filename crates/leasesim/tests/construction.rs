@@ -29,7 +29,7 @@ fn forgets_owner<C>(_: &C) -> Built {
 }
 
 /// The failure of seed 0: its label (the invariant) and sentence.
-fn failed<S: leasesim::System>(check: leasesim::Check<S>) -> (String, String) {
+fn failed<S: leasesim::System + leasesim::Render>(check: leasesim::Check<S>) -> (String, String) {
     let failure = check
         .try_seeds(1)
         .expect_err("the probe's finding must fail the run");

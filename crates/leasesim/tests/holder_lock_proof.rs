@@ -14,7 +14,7 @@ use leasesim::detect::detect_range;
 use leasesim::runner::{RunReport, RunSpec, run};
 use leasesim::systems::{AnyScenario, erase};
 use leasesim::testkit::{self, Probe, Probe::AcrossSeeds, Probe::EachRun};
-use leasesim::{Strategy, System};
+use leasesim::{Strategy, Workers};
 use leasesim_holder_lock::HolderLock;
 use leasesim_holder_lock::checkers::{Invariant, Situation};
 use leasesim_holder_lock::events::{

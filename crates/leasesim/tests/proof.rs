@@ -8,7 +8,7 @@ use leasesim::catalog::{builtin_names_of, resolve_in, resolve_typed};
 use leasesim::detect::detect_range;
 use leasesim::runner::{RunReport, RunSpec, run};
 use leasesim::testkit;
-use leasesim::{Retention, Scenario, Strategy, System};
+use leasesim::{Retention, Scenario, Strategy, Workers};
 use leasesim_retention::checkers::{Invariant, Situation};
 use leasesim_retention::events::{
     Answer, Applied, EPOCH_MS, EndKind, Event, EventKind, Failure, Note, OpKind, Phase, ReplicaId,

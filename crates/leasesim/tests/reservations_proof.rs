@@ -11,7 +11,7 @@ use Probe::{AcrossSeeds, EachRun};
 use leasesim::catalog::{builtin_names_of, resolve_typed, workers};
 use leasesim::runner::{RunReport, RunSpec, run};
 use leasesim::testkit;
-use leasesim::{Strategy, System};
+use leasesim::{Strategy, Workers};
 use leasesim_events::OpSet;
 use leasesim_reservations::checkers::{Invariant, Situation};
 use leasesim_reservations::events::{

@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use leasesim::runner::{RunSpec, run};
-use leasesim::{Retention, Strategy, System};
+use leasesim::{Retention, Strategy, Workers};
 use leasesim_retention::events::{EventKind, Note};
 use leasesim_retention::parse_scenario;
 use leasesim_rt::Feed;

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use leasesim::catalog::resolve_typed;
 use leasesim::runner::{RunReport, RunSpec, run};
-use leasesim::{Retention, Scenario, Strategy, System};
+use leasesim::{Retention, Scenario, Strategy, Workers};
 use leasesim_retention::WorkerDraw;
 use leasesim_retention::checkers::{CheckConfig, Invariant, checker_set};
 use leasesim_rt::Feed;

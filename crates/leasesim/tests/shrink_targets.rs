@@ -12,7 +12,7 @@ use leasesim::catalog::resolve_typed;
 use leasesim::runner::{RunSpec, run};
 use leasesim::shrink::shrink;
 use leasesim::systems::{erase, typed};
-use leasesim::{Retention, Strategy, System, choices};
+use leasesim::{Retention, Strategy, Workers, choices};
 use leasesim_retention::checkers::Invariant;
 use leasesim_rt::Feed;
 

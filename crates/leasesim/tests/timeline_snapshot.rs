@@ -9,7 +9,7 @@
 #[path = "timeline_support/mod.rs"]
 mod support;
 
-use leasesim_timeline::{TimelineInput, ViolationMark, Words, render_html};
+use leasesim_timeline::{Render, TimelineInput, ViolationMark, render_html};
 
 const SEED: u64 = 7;
 
@@ -95,7 +95,7 @@ fn the_violation_is_highlighted_and_all_text_escaped() {
             invariant: "stale-token-delete".to_string(),
             sentence: "a delete <applied> with token 3 & not 4".to_string(),
         }),
-        words: &Words::RETENTION,
+        words: <leasesim_retention::Retention as Render>::WORDS,
     };
     let html = render_html(&input);
     assert!(html.contains("<title>small &lt;b&gt;&amp;&lt;/b&gt;</title>"));
@@ -123,7 +123,7 @@ fn a_violation_outside_the_events_still_gets_its_banner() {
             invariant: "liveness".to_string(),
             sentence: "the backlog did not drain".to_string(),
         }),
-        words: &Words::RETENTION,
+        words: <leasesim_retention::Retention as Render>::WORDS,
     };
     let html = render_html(&input);
     assert!(html.contains("(event #99 is not in this timeline)"));

@@ -24,7 +24,8 @@ use leasesim_events::EventKind;
 use leasesim_invariants::SituationName;
 use leasesim_rt::{Feed, Strategy};
 use leasesim_sim::scenario::parse_scenario;
-use leasesim_sim::{Scenario, System};
+use leasesim_sim::{Scenario, System, Workers};
+use leasesim_timeline::Render;
 use toy::Toy;
 use toy::checkers::{Invariant, Situation};
 

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use leasesim::catalog::{resolve_typed, workers};
 use leasesim::runner::{RunReport, RunSpec, run};
 use leasesim::testkit::{self, Probe, Probe::AcrossSeeds, Probe::EachRun};
-use leasesim::{Strategy, System};
+use leasesim::{Strategy, Workers};
 use leasesim_events::NetFailure;
 use leasesim_rt::Feed;
 use leasesim_work_items::WorkItems;

@@ -18,11 +18,11 @@ use std::rc::Rc;
 
 use futures::future::{Either, select};
 use leasesim_events::ReplicaId;
-use leasesim_sim::World;
+use leasesim_sim::{Drive, LocalTask, World};
 use reservations_worker::{RunEnd, RunError, RunReport};
 
 use crate::Reservations;
-use crate::events::{EndView, Note, ReportView};
+use crate::events::{EndView, Note, Op, ReportView};
 use crate::ports::WorkerUnderTest;
 use crate::services::Process;
 
@@ -86,7 +86,7 @@ async fn killed(process: &Process) {
 
 /// Runs the replica's worker until it reports it was stopped, restarting it after each kill,
 /// or until the replica was restarted with a fresh worker (which has a driver of its own).
-pub async fn drive(world: Rc<World<Reservations>>, replica: ReplicaId) {
+pub async fn run_replica(world: Rc<World<Reservations>>, replica: ReplicaId) {
     let env = world.env();
     let state = world.replica(replica);
     let Some((worker, generation)) = state.worker() else {
@@ -127,8 +127,29 @@ pub async fn drive(world: Rc<World<Reservations>>, replica: ReplicaId) {
     }
 }
 
-/// As the liveness phase ends: the store's metrics.
-pub fn note_metrics(world: &World<Reservations>) {
-    let metrics = world.services().store.metrics(world.service_now_ms());
-    world.env().note(Note::Metrics(metrics));
+/// A replica's loop, the agents, and the store's metrics as the liveness phase ends.
+impl Drive for Reservations {
+    const STOP_OPS: &'static [Op] = &[Op::Claim, Op::Expire, Op::Release, Op::DeadLetter];
+    type HealMark = ();
+
+    fn drive(world: Rc<World<Reservations>>, replica: ReplicaId) -> LocalTask {
+        Box::pin(run_replica(world, replica))
+    }
+
+    /// The agents are the system's world task: they start with the safety phase and place
+    /// holds until the liveness phase ends (they are not a fault; healing does not stop them).
+    fn start_faults(world: &Rc<World<Reservations>>) {
+        leasesim_sim::phases::spawn(world, "agents", crate::agents::agents(world.clone()));
+    }
+
+    fn faults_heal(world: &World<Reservations>) {
+        let _ = world;
+    }
+
+    /// As the liveness phase ends: the store's metrics.
+    fn liveness_ends(world: &World<Reservations>, mark: ()) {
+        let () = mark;
+        let metrics = world.services().store.metrics(world.service_now_ms());
+        world.env().note(Note::Metrics(metrics));
+    }
 }

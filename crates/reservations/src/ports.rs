@@ -21,7 +21,7 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use leasesim_events::ReplicaId;
 use leasesim_invariants::{Built, Readback};
-use leasesim_sim::{Port, World};
+use leasesim_sim::{LocalTask, Port, WorkerInfo, Workers, World, catalogue};
 use reservations_worker::{
     ClaimToken, Clock, DeadLetter, DeadLetters, DeadReason, ErrorClass, ExpireOutcome,
     ExpiryWorker, Now, Reservation, ReservationId, RunError, RunReport, Status, Store, StoreError,
@@ -448,22 +448,54 @@ impl Tokens for SimTokens {
     }
 }
 
-/// The ports of `replica`, built on the world.
-pub fn ports_of(world: &Rc<World<Reservations>>, replica: ReplicaId) -> WorkerPorts {
-    let port = Port::new(world.clone(), replica);
-    let process = world.services().process(replica);
-    WorkerPorts {
-        replica,
-        config: world.profile().system.worker.clone(),
-        store: SimStore {
-            port: port.clone(),
-            process: process.clone(),
-        },
-        letters: SimLetters(port.clone()),
-        clock: SimClock {
-            port: port.clone(),
-            process,
-        },
-        tokens: SimTokens(port),
+/// The reservation workers: the production core and the defective ones, on the world's ports.
+impl Workers for Reservations {
+    type Worker = dyn WorkerUnderTest;
+    type Ports = WorkerPorts;
+
+    /// The ports of `replica`, built on the world.
+    fn ports(world: &Rc<World<Reservations>>, replica: ReplicaId) -> WorkerPorts {
+        let port = Port::new(world.clone(), replica);
+        let process = world.services().process(replica);
+        WorkerPorts {
+            replica,
+            config: world.profile().system.worker.clone(),
+            store: SimStore {
+                port: port.clone(),
+                process: process.clone(),
+            },
+            letters: SimLetters(port.clone()),
+            clock: SimClock {
+                port: port.clone(),
+                process,
+            },
+            tokens: SimTokens(port),
+        }
+    }
+
+    fn stop(worker: Rc<dyn WorkerUnderTest>) -> LocalTask {
+        Box::pin(async move { worker.stop().await })
+    }
+
+    /// Every worker of the reservation system: `correct` first, then the defective ones.
+    fn workers() -> Vec<WorkerInfo> {
+        catalogue(
+            "the production worker core (reservations-worker)",
+            crate::defects::DEFECTS,
+        )
+    }
+
+    /// The factory of a worker by name: `correct`, or any name in [`crate::defects::DEFECTS`].
+    fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
+        if name == "correct" {
+            return Some(Rc::new(correct_worker));
+        }
+        let flaws = crate::defects::DEFECTS
+            .iter()
+            .find(|d| d.info.name == name)?
+            .build;
+        Some(Rc::new(move |ports: WorkerPorts| {
+            Rc::new(crate::defects::engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
+        }))
     }
 }

@@ -15,8 +15,9 @@
 //!   ([`TIMELINE_WORDS`]).
 
 use leasesim_events::{OpSet, ReplicaId};
-use leasesim_sim::Annotator;
-use leasesim_timeline::{CallStyle, CallWords, Draw, MarkKind, MarkWords, Words};
+use leasesim_timeline::{
+    Annotator, CallStyle, CallWords, Draw, MarkKind, MarkWords, Render, Words,
+};
 
 use crate::Reservations;
 use crate::events::{
@@ -53,85 +54,204 @@ fn letter_text(letter: &LetterView) -> String {
     )
 }
 
-pub fn request_text(request: &Request) -> String {
-    match *request {
-        Request::Claim {
-            limit,
-            now,
-            token,
-            claim_for_ms,
-        } => format!(
-            "claim_expired limit={limit} {} token={token} for={claim_for_ms}ms",
-            now_text(now)
-        ),
-        Request::Expire { id, now } => format!("expire_if_held h{id} {}", now_text(now)),
-        Request::Release { id, token } => format!("release_claim h{id} token={token}"),
-        Request::DeadLetter { letter } => letter_text(&letter),
-        Request::ExpireById { id } => format!("expire_by_id h{id} (no guard)"),
-        Request::ReadDue { limit, now } => format!("read_due limit={limit} {}", now_text(now)),
-        Request::WriteClaim {
-            id,
-            token,
-            claim_for_ms,
-        } => format!("write_claim h{id} token={token} for={claim_for_ms}ms (plain write)"),
-        Request::ReleaseAny { id } => format!("release_any h{id} (no token)"),
-    }
-}
+/// How reservation events read in a trace and draw on a timeline.
+impl Render for Reservations {
+    const WORDS: &'static Words = &TIMELINE_WORDS;
+    type Annotator = Annotations;
 
-pub fn applied_text(applied: &Applied) -> String {
-    match *applied {
-        Applied::Claimed { ids, token, .. } if ids.is_empty() => {
-            format!("nothing due and unclaimed (token {token} unused)")
+    fn request_text(request: &Request) -> String {
+        match *request {
+            Request::Claim {
+                limit,
+                now,
+                token,
+                claim_for_ms,
+            } => format!(
+                "claim_expired limit={limit} {} token={token} for={claim_for_ms}ms",
+                now_text(now)
+            ),
+            Request::Expire { id, now } => format!("expire_if_held h{id} {}", now_text(now)),
+            Request::Release { id, token } => format!("release_claim h{id} token={token}"),
+            Request::DeadLetter { letter } => letter_text(&letter),
+            Request::ExpireById { id } => format!("expire_by_id h{id} (no guard)"),
+            Request::ReadDue { limit, now } => format!("read_due limit={limit} {}", now_text(now)),
+            Request::WriteClaim {
+                id,
+                token,
+                claim_for_ms,
+            } => format!("write_claim h{id} token={token} for={claim_for_ms}ms (plain write)"),
+            Request::ReleaseAny { id } => format!("release_any h{id} (no token)"),
         }
-        Applied::Claimed {
-            ids,
-            token,
-            until_ms,
-        } => format!(
-            "claimed {ids} with token {token} until {}",
-            ClockMs(until_ms)
-        ),
-        Applied::Expired { id, hold_until_ms } => {
-            format!("expired h{id} (deadline {})", ClockMs(hold_until_ms))
-        }
-        Applied::AlreadyDone { id } => format!("h{id} already expired: nothing changed"),
-        Applied::NotEligible {
-            id,
-            status,
-            hold_until_ms,
-        } => format!(
-            "h{id} not eligible ({}, deadline {}): nothing changed",
-            status.name(),
-            ClockMs(hold_until_ms)
-        ),
-        Applied::Invalid { id } => format!("h{id}: malformed record, refused"),
-        Applied::Unknown { id } => format!("h{id}: no such reservation"),
-        Applied::StoreTimeout => "statement timed out (fault): nothing applied".into(),
-        Applied::Released { id, token, freed } => match freed {
-            true => format!("released h{id} (token {token})"),
-            false => format!("h{id} not released: its claim is not token {token}"),
-        },
-        Applied::Parked { id } => format!("dead letter recorded, h{id} parked"),
-        Applied::ExpiredById { id, was } => {
-            format!("set h{id} to expired by id alone (it was {})", was.name())
-        }
-        Applied::DueRead { ids } => format!("due and unclaimed: {ids} (nothing claimed)"),
-        Applied::ClaimWritten {
-            id,
-            token,
-            until_ms,
-            replaced,
-        } => {
-            let over = replaced.map_or(String::new(), |t| format!(", over live token {t}"));
-            format!(
-                "wrote claim of h{id} token {token} until {}{over}",
+    }
+
+    fn applied_text(applied: &Applied) -> String {
+        match *applied {
+            Applied::Claimed { ids, token, .. } if ids.is_empty() => {
+                format!("nothing due and unclaimed (token {token} unused)")
+            }
+            Applied::Claimed {
+                ids,
+                token,
+                until_ms,
+            } => format!(
+                "claimed {ids} with token {token} until {}",
                 ClockMs(until_ms)
-            )
+            ),
+            Applied::Expired { id, hold_until_ms } => {
+                format!("expired h{id} (deadline {})", ClockMs(hold_until_ms))
+            }
+            Applied::AlreadyDone { id } => format!("h{id} already expired: nothing changed"),
+            Applied::NotEligible {
+                id,
+                status,
+                hold_until_ms,
+            } => format!(
+                "h{id} not eligible ({}, deadline {}): nothing changed",
+                status.name(),
+                ClockMs(hold_until_ms)
+            ),
+            Applied::Invalid { id } => format!("h{id}: malformed record, refused"),
+            Applied::Unknown { id } => format!("h{id}: no such reservation"),
+            Applied::StoreTimeout => "statement timed out (fault): nothing applied".into(),
+            Applied::Released { id, token, freed } => match freed {
+                true => format!("released h{id} (token {token})"),
+                false => format!("h{id} not released: its claim is not token {token}"),
+            },
+            Applied::Parked { id } => format!("dead letter recorded, h{id} parked"),
+            Applied::ExpiredById { id, was } => {
+                format!("set h{id} to expired by id alone (it was {})", was.name())
+            }
+            Applied::DueRead { ids } => format!("due and unclaimed: {ids} (nothing claimed)"),
+            Applied::ClaimWritten {
+                id,
+                token,
+                until_ms,
+                replaced,
+            } => {
+                let over = replaced.map_or(String::new(), |t| format!(", over live token {t}"));
+                format!(
+                    "wrote claim of h{id} token {token} until {}{over}",
+                    ClockMs(until_ms)
+                )
+            }
+            Applied::ReleasedAny { id, freed } => match freed {
+                Some(token) => format!("freed h{id}'s claim (token {token}), whoever's it was"),
+                None => format!("h{id} had no claim"),
+            },
         }
-        Applied::ReleasedAny { id, freed } => match freed {
-            Some(token) => format!("freed h{id}'s claim (token {token}), whoever's it was"),
-            None => format!("h{id} had no claim"),
-        },
+    }
+
+    fn answer_text(answer: &Answer) -> String {
+        match *answer {
+            Answer::Claimed { ids, .. } if ids.is_empty() => "nothing due".into(),
+            Answer::Claimed { ids, .. } => format!("claimed {ids}"),
+            Answer::Expire(OutcomeView::Expired) => "expired".into(),
+            Answer::Expire(OutcomeView::AlreadyDone) => "already-done".into(),
+            Answer::Expire(OutcomeView::NotEligible) => "not-eligible".into(),
+            Answer::Released => "ok".into(),
+            Answer::Recorded => "recorded".into(),
+            Answer::Due(ids) => format!("due {ids}"),
+            Answer::Written => "written".into(),
+            Answer::Failed(failure) => format!("error: {}", failure_name(failure)),
+        }
+    }
+
+    fn note_text(note: &Note) -> String {
+        match note {
+            Note::Placed {
+                id,
+                hold_until_ms,
+                malformed,
+            } => {
+                let bad = if *malformed {
+                    " (malformed record, fault)"
+                } else {
+                    ""
+                };
+                format!(
+                    "agent places h{id}, due at {}{bad}",
+                    ClockMs(*hold_until_ms)
+                )
+            }
+            Note::Consumed { id, hold_until_ms } => {
+                format!(
+                    "agent consumes h{id} (deadline {})",
+                    ClockMs(*hold_until_ms)
+                )
+            }
+            Note::ConsumeRefused { id, status } => {
+                format!("agent cannot consume h{id}: it is {}", status.name())
+            }
+            Note::RunStarted { run } => format!("run() {run} begins"),
+            Note::RunEnded { run, report } => format!("run() {run} ends, {}", report_text(report)),
+            Note::SecondRun { run, end } => format!(
+                "** supervisor calls run() again while run() {run} is active (fault): {}",
+                end_name(*end)
+            ),
+            Note::Killed => {
+                "** process killed (fault): after the update, before the release".into()
+            }
+            Note::Metrics(metrics) => metrics_text(metrics),
+            Note::Construction(finding) => format!("** construction: {finding}"),
+        }
+    }
+
+    fn note_name(note: &Note) -> &'static str {
+        match note {
+            Note::Placed { .. } => "placed",
+            Note::Consumed { .. } => "consumed",
+            Note::ConsumeRefused { .. } => "consume-refused",
+            Note::RunStarted { .. } => "run-started",
+            Note::RunEnded { .. } => "run-ended",
+            Note::SecondRun { .. } => "second-run",
+            Note::Killed => "killed",
+            Note::Metrics(_) => "metrics",
+            Note::Construction(_) => "construction",
+        }
+    }
+
+    fn answer_is_error(answer: &Answer) -> bool {
+        matches!(answer, Answer::Failed(_))
+    }
+
+    /// Claims on the first row, dead letters on the second, releases on the third, transitions on
+    /// the effect row.
+    fn call_style(op: Op) -> CallStyle {
+        let (row, class) = match op {
+            Op::Claim => (0, "ca"),
+            Op::DeadLetter => (1, "cr"),
+            Op::Release => (2, "cl"),
+            Op::Expire => (3, "cd"),
+        };
+        CallStyle {
+            row,
+            class,
+            name: op.name(),
+        }
+    }
+
+    /// What the system's parts of an event draw (see the module docs).
+    fn draws(event: &Event, out: &mut Vec<Draw>) {
+        let mark = |kind, rows| Draw::Mark { kind, rows };
+        match event.kind {
+            EventKind::Applied {
+                applied: Applied::Claimed { ids, token, .. },
+                ..
+            } if !ids.is_empty() => out.push(Draw::HoldStart { token }),
+            EventKind::Applied { applied, .. } => {
+                out.extend(applied_mark(&applied).map(|k| mark(k, 1)))
+            }
+            EventKind::Call { request, .. } if request.is_poll() => {
+                out.push(Draw::HoldEnd { lost: false });
+            }
+            EventKind::Note(Note::Consumed { .. }) => out.push(mark(MarkKind::Revoked, 0)),
+            EventKind::Note(Note::Killed) => {
+                out.push(mark(MarkKind::StopCalled, 0));
+                out.push(Draw::HoldEnd { lost: true });
+            }
+            EventKind::Note(Note::RunEnded { .. }) => out.push(Draw::HoldEnd { lost: false }),
+            _ => {}
+        }
     }
 }
 
@@ -141,21 +261,6 @@ fn failure_name(failure: Failure) -> &'static str {
         Failure::Timeout => "timeout",
         Failure::StoreTimeout => "timeout (store)",
         Failure::Invalid => "invalid",
-    }
-}
-
-pub fn answer_text(answer: &Answer) -> String {
-    match *answer {
-        Answer::Claimed { ids, .. } if ids.is_empty() => "nothing due".into(),
-        Answer::Claimed { ids, .. } => format!("claimed {ids}"),
-        Answer::Expire(OutcomeView::Expired) => "expired".into(),
-        Answer::Expire(OutcomeView::AlreadyDone) => "already-done".into(),
-        Answer::Expire(OutcomeView::NotEligible) => "not-eligible".into(),
-        Answer::Released => "ok".into(),
-        Answer::Recorded => "recorded".into(),
-        Answer::Due(ids) => format!("due {ids}"),
-        Answer::Written => "written".into(),
-        Answer::Failed(failure) => format!("error: {}", failure_name(failure)),
     }
 }
 
@@ -197,58 +302,6 @@ fn metrics_text(metrics: &MetricsView) -> String {
         metrics.dead_letters,
         metrics.due_held
     )
-}
-
-pub fn note_text(note: &Note) -> String {
-    match note {
-        Note::Placed {
-            id,
-            hold_until_ms,
-            malformed,
-        } => {
-            let bad = if *malformed {
-                " (malformed record, fault)"
-            } else {
-                ""
-            };
-            format!(
-                "agent places h{id}, due at {}{bad}",
-                ClockMs(*hold_until_ms)
-            )
-        }
-        Note::Consumed { id, hold_until_ms } => {
-            format!(
-                "agent consumes h{id} (deadline {})",
-                ClockMs(*hold_until_ms)
-            )
-        }
-        Note::ConsumeRefused { id, status } => {
-            format!("agent cannot consume h{id}: it is {}", status.name())
-        }
-        Note::RunStarted { run } => format!("run() {run} begins"),
-        Note::RunEnded { run, report } => format!("run() {run} ends, {}", report_text(report)),
-        Note::SecondRun { run, end } => format!(
-            "** supervisor calls run() again while run() {run} is active (fault): {}",
-            end_name(*end)
-        ),
-        Note::Killed => "** process killed (fault): after the update, before the release".into(),
-        Note::Metrics(metrics) => metrics_text(metrics),
-        Note::Construction(finding) => format!("** construction: {finding}"),
-    }
-}
-
-pub fn note_name(note: &Note) -> &'static str {
-    match note {
-        Note::Placed { .. } => "placed",
-        Note::Consumed { .. } => "consumed",
-        Note::ConsumeRefused { .. } => "consume-refused",
-        Note::RunStarted { .. } => "run-started",
-        Note::RunEnded { .. } => "run-ended",
-        Note::SecondRun { .. } => "second-run",
-        Note::Killed => "killed",
-        Note::Metrics(_) => "metrics",
-        Note::Construction(_) => "construction",
-    }
 }
 
 /// Per trace: the latest claim on each reservation, to annotate a takeover.
@@ -309,46 +362,6 @@ impl Annotator<Reservations> for Annotations {
             } => self.takeovers(&[id], to, token),
             _ => None,
         }
-    }
-}
-
-/// Claims on the first row, dead letters on the second, releases on the third, transitions on
-/// the effect row.
-pub fn call_style(op: Op) -> CallStyle {
-    let (row, class) = match op {
-        Op::Claim => (0, "ca"),
-        Op::DeadLetter => (1, "cr"),
-        Op::Release => (2, "cl"),
-        Op::Expire => (3, "cd"),
-    };
-    CallStyle {
-        row,
-        class,
-        name: op.name(),
-    }
-}
-
-/// What the system's parts of an event draw (see the module docs).
-pub fn draws(event: &Event, out: &mut Vec<Draw>) {
-    let mark = |kind, rows| Draw::Mark { kind, rows };
-    match event.kind {
-        EventKind::Applied {
-            applied: Applied::Claimed { ids, token, .. },
-            ..
-        } if !ids.is_empty() => out.push(Draw::HoldStart { token }),
-        EventKind::Applied { applied, .. } => {
-            out.extend(applied_mark(&applied).map(|k| mark(k, 1)))
-        }
-        EventKind::Call { request, .. } if request.is_poll() => {
-            out.push(Draw::HoldEnd { lost: false });
-        }
-        EventKind::Note(Note::Consumed { .. }) => out.push(mark(MarkKind::Revoked, 0)),
-        EventKind::Note(Note::Killed) => {
-            out.push(mark(MarkKind::StopCalled, 0));
-            out.push(Draw::HoldEnd { lost: true });
-        }
-        EventKind::Note(Note::RunEnded { .. }) => out.push(Draw::HoldEnd { lost: false }),
-        _ => {}
     }
 }
 

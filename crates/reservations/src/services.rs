@@ -17,7 +17,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use leasesim_events::ReplicaId;
-use leasesim_sim::{FaultProfile, Scenario, Signal, World};
+use leasesim_sim::{Apply, FaultProfile, Scenario, Signal, World};
 
 use crate::events::{Answer, Applied, Failure, OutcomeView, Request, Reservations};
 use crate::store::Store;
@@ -50,37 +50,6 @@ pub struct Services {
     processes: Vec<Rc<Process>>,
 }
 
-impl Services {
-    /// An empty store (the agents place the holds) and one process per replica.
-    pub fn new(
-        scenario: &Scenario<Reservations>,
-        profile: &FaultProfile<Reservations>,
-    ) -> Services {
-        let _ = profile;
-        let processes = (0..scenario.replicas)
-            .map(|_| Rc::new(Process::default()))
-            .collect();
-        Services {
-            store: Store::new(),
-            last_token: 0,
-            processes,
-        }
-    }
-
-    /// A claim token no claim has used.
-    pub fn fresh_token(&mut self) -> u64 {
-        self.last_token += 1;
-        // invariant: tokens strictly increase, so each is fresh.
-        debug_assert!(self.last_token > 0);
-        self.last_token
-    }
-
-    /// The process switches of `replica`.
-    pub fn process(&self, replica: ReplicaId) -> Rc<Process> {
-        self.processes[replica.index()].clone()
-    }
-}
-
 /// The instant that decides eligibility: the caller's, or the store's own now.
 fn eligible_at(now: Option<u64>, store_now_ms: u64) -> u64 {
     now.unwrap_or(store_now_ms)
@@ -104,19 +73,55 @@ pub fn answer_of(applied: &Applied) -> Answer {
     }
 }
 
-/// Applies a request of `replica` at the store, now.
-pub fn apply(
-    world: &World<Reservations>,
-    replica: ReplicaId,
-    request: Request,
-) -> (Applied, Answer) {
-    let _ = replica;
-    if world.fault(world.profile().system.store_timeout) {
-        return (Applied::StoreTimeout, Answer::Failed(Failure::StoreTimeout));
+impl Services {
+    /// A claim token no claim has used.
+    pub fn fresh_token(&mut self) -> u64 {
+        self.last_token += 1;
+        // invariant: tokens strictly increase, so each is fresh.
+        debug_assert!(self.last_token > 0);
+        self.last_token
     }
-    let now_ms = world.service_now_ms();
-    let applied = apply_at(&mut world.services().store, request, now_ms);
-    (applied, answer_of(&applied))
+
+    /// The process switches of `replica`.
+    pub fn process(&self, replica: ReplicaId) -> Rc<Process> {
+        self.processes[replica.index()].clone()
+    }
+}
+
+/// The reservation services: the store and the replicas' processes.
+impl Apply for Reservations {
+    type Services = Services;
+
+    /// An empty store (the agents place the holds) and one process per replica.
+    fn services(
+        scenario: &Scenario<Reservations>,
+        profile: &FaultProfile<Reservations>,
+    ) -> Services {
+        let _ = profile;
+        let processes = (0..scenario.replicas)
+            .map(|_| Rc::new(Process::default()))
+            .collect();
+        Services {
+            store: Store::new(),
+            last_token: 0,
+            processes,
+        }
+    }
+
+    /// Applies a request of `replica` at the store, now.
+    fn apply(
+        world: &World<Reservations>,
+        replica: ReplicaId,
+        request: Request,
+    ) -> (Applied, Answer) {
+        let _ = replica;
+        if world.fault(world.profile().system.store_timeout) {
+            return (Applied::StoreTimeout, Answer::Failed(Failure::StoreTimeout));
+        }
+        let now_ms = world.service_now_ms();
+        let applied = apply_at(&mut world.services().store, request, now_ms);
+        (applied, answer_of(&applied))
+    }
 }
 
 /// Applies `request` to `store` at store time `now_ms`: what the store did. The simulation

@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use leasesim_invariants::{SettingsRule, SettingsRules};
 use leasesim_sim::scenario::{MAX_SPAN_MS, MsRange, Positive, Probability, period_ms, whole_field};
-use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
+use leasesim_sim::{Env, Scale, ScenarioError, Setup, SystemPart};
 use reservations_worker::{RetryPolicy, WorkerConfig};
 use serde::Deserialize;
 use toml::Spanned;
@@ -306,25 +306,118 @@ const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
     },
 ];
 
-/// Checks the reservation part of a scenario file.
-pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
-    let file: SettingsFile = part.deserialize()?;
-    let (worker, worker_span) = split(file.worker);
-    let config = worker.config();
-    config
-        .validate()
-        .map_err(|err| part.error_at(worker_span.clone(), &format!("[worker]: {err}")))?;
-    // invariant: `batch_size` was read within 1..=MAX_BATCH, the most a claim answer carries.
-    assert!((1..=MAX_BATCH).contains(&(config.batch_size as usize)));
-    Ok(Settings {
-        worker: config,
-        agents: file.agents,
-        due_bound_ms: file.due_bound_ms.get(),
-        store_timeout: file.faults.store_timeout,
-        malformed: file.faults.malformed,
-        kill: file.faults.kill,
-        second_run: file.faults.second_run,
-    })
+/// The reservation part of a scenario, and what a run draws from it.
+impl Setup for Reservations {
+    const KEYS: &'static [&'static str] = &["worker", "agents", "due_bound_ms"];
+    const FAULT_KEYS: &'static [&'static str] =
+        &["store_timeout", "malformed", "kill", "second_run"];
+    type Settings = Settings;
+    type Drawn = Drawn;
+
+    /// Checks the reservation part of a scenario file.
+    fn settings(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
+        let file: SettingsFile = part.deserialize()?;
+        let (worker, worker_span) = split(file.worker);
+        let config = worker.config();
+        config
+            .validate()
+            .map_err(|err| part.error_at(worker_span.clone(), &format!("[worker]: {err}")))?;
+        // invariant: `batch_size` was read within 1..=MAX_BATCH, the most a claim answer carries.
+        assert!((1..=MAX_BATCH).contains(&(config.batch_size as usize)));
+        Ok(Settings {
+            worker: config,
+            agents: file.agents,
+            due_bound_ms: file.due_bound_ms.get(),
+            store_timeout: file.faults.store_timeout,
+            malformed: file.faults.malformed,
+            kill: file.faults.kill,
+            second_run: file.faults.second_run,
+        })
+    }
+
+    fn check_scenario(
+        scenario: &leasesim_sim::Scenario<Reservations>,
+    ) -> Result<(), (&'static str, String)> {
+        crate::bounds::check(scenario)
+    }
+
+    /// Draws the reservation part of one run's profile.
+    fn draw(
+        scenario: &leasesim_sim::Scenario<Reservations>,
+        env: &dyn Env<Reservations>,
+        scale: &Scale<'_>,
+    ) -> Drawn {
+        let settings = &scenario.settings;
+        let (worker, worker_draw) = draw_worker(settings, scale.swarm(), env);
+        let drawn = Drawn {
+            store_timeout: scale.apply(settings.store_timeout.get()),
+            malformed: scale.apply(settings.malformed.get()),
+            kill: scale.apply(settings.kill.probability.get()),
+            restart_ms: settings.kill.restart_ms,
+            second_run: scale.apply(settings.second_run.get()),
+            worker,
+            worker_draw,
+        };
+        // invariant: the drawn worker settings are ones the worker accepts, within the event
+        // limit, and faults stay within their envelope.
+        assert!(drawn.worker.validate().is_ok(), "{:?}", drawn.worker);
+        assert!(drawn.worker.batch_size as usize <= MAX_BATCH);
+        debug_assert!(drawn.kill <= settings.kill.probability.get());
+        drawn
+    }
+
+    /// Header lines for the reservation part of a profile (faults that are off are left out).
+    fn describe(drawn: &Drawn) -> Vec<String> {
+        let p = leasesim_sim::faults::probability_text;
+        let mut lines = Vec::new();
+        if drawn.store_timeout > 0.0 {
+            lines.push(format!("store-timeout: p={}", p(drawn.store_timeout)));
+        }
+        if drawn.malformed > 0.0 {
+            lines.push(format!("malformed: p={} per hold", p(drawn.malformed)));
+        }
+        if drawn.kill > 0.0 {
+            let restart = drawn.restart_ms;
+            lines.push(format!(
+                "kill: p={} per expired answer, restart after {}..{}ms",
+                p(drawn.kill),
+                restart.min,
+                restart.max
+            ));
+        }
+        if drawn.second_run > 0.0 {
+            lines.push(format!("second-run: p={} per run", p(drawn.second_run)));
+        }
+        if let Some(draw) = drawn.worker_draw {
+            lines.push(format!(
+                "worker: batch {}, claims of {}ms ({})",
+                drawn.worker.batch_size,
+                drawn.worker.claim_for_ms,
+                draw.name()
+            ));
+        }
+        lines
+    }
+
+    fn shrink_moves() -> &'static [(&'static str, &'static str)] {
+        &[
+            ("faults.kill.probability", "0"),
+            ("faults.store_timeout", "0"),
+            ("faults.malformed", "0"),
+            ("faults.second_run", "0"),
+            ("agents.consume", "0"),
+            ("agents.backlog", "0"),
+            ("agents.hold_ms", "[0, 0]"),
+            ("worker.batch_size", "1"),
+        ]
+    }
+
+    fn faults_on(settings: &Settings) -> usize {
+        usize::from(settings.kill.probability.get() > 0.0)
+            + usize::from(settings.store_timeout.get() > 0.0)
+            + usize::from(settings.malformed.get() > 0.0)
+            + usize::from(settings.second_run.get() > 0.0)
+    }
 }
 
 /// Where a swarm run's worker settings came from.
@@ -364,31 +457,6 @@ pub struct Drawn {
     pub worker_draw: Option<WorkerDraw>,
 }
 
-/// Draws the reservation part of one run's profile.
-pub fn draw(
-    scenario: &leasesim_sim::Scenario<Reservations>,
-    env: &dyn Env<Reservations>,
-    scale: &Scale<'_>,
-) -> Drawn {
-    let settings = &scenario.settings;
-    let (worker, worker_draw) = draw_worker(settings, scale.swarm(), env);
-    let drawn = Drawn {
-        store_timeout: scale.apply(settings.store_timeout.get()),
-        malformed: scale.apply(settings.malformed.get()),
-        kill: scale.apply(settings.kill.probability.get()),
-        restart_ms: settings.kill.restart_ms,
-        second_run: scale.apply(settings.second_run.get()),
-        worker,
-        worker_draw,
-    };
-    // invariant: the drawn worker settings are ones the worker accepts, within the event
-    // limit, and faults stay within their envelope.
-    assert!(drawn.worker.validate().is_ok(), "{:?}", drawn.worker);
-    assert!(drawn.worker.batch_size as usize <= MAX_BATCH);
-    debug_assert!(drawn.kill <= settings.kill.probability.get());
-    drawn
-}
-
 fn draw_worker(
     settings: &Settings,
     swarm: bool,
@@ -411,37 +479,4 @@ fn draw_worker(
     // invariant: the draw keeps every rule `WorkerConfig::validate` checks.
     debug_assert!(config.validate().is_ok());
     (config, Some(WorkerDraw::ShortClaims))
-}
-
-/// Header lines for the reservation part of a profile (faults that are off are left out).
-pub fn describe(drawn: &Drawn) -> Vec<String> {
-    let p = leasesim_sim::faults::probability_text;
-    let mut lines = Vec::new();
-    if drawn.store_timeout > 0.0 {
-        lines.push(format!("store-timeout: p={}", p(drawn.store_timeout)));
-    }
-    if drawn.malformed > 0.0 {
-        lines.push(format!("malformed: p={} per hold", p(drawn.malformed)));
-    }
-    if drawn.kill > 0.0 {
-        let restart = drawn.restart_ms;
-        lines.push(format!(
-            "kill: p={} per expired answer, restart after {}..{}ms",
-            p(drawn.kill),
-            restart.min,
-            restart.max
-        ));
-    }
-    if drawn.second_run > 0.0 {
-        lines.push(format!("second-run: p={} per run", p(drawn.second_run)));
-    }
-    if let Some(draw) = drawn.worker_draw {
-        lines.push(format!(
-            "worker: batch {}, claims of {}ms ({})",
-            drawn.worker.batch_size,
-            drawn.worker.claim_for_ms,
-            draw.name()
-        ));
-    }
-    lines
 }

@@ -78,5 +78,8 @@ fn value_zero_of_every_choice_is_the_scenarios_own_with_faults_off() {
         None,
     );
     assert_eq!(run.profile.system.worker_draw, None, "no swarm, no draw");
-    assert!(leasesim_reservations::settings::describe(&run.profile.system).is_empty());
+    assert!(
+        <leasesim_reservations::Reservations as leasesim_sim::Setup>::describe(&run.profile.system)
+            .is_empty()
+    );
 }

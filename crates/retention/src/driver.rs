@@ -10,11 +10,11 @@
 use std::rc::Rc;
 
 use leasesim_events::ReplicaId;
-use leasesim_sim::{EPOCH_MS, World};
+use leasesim_sim::{Drive, EPOCH_MS, LocalTask, World};
 use retention_worker::{LossCause, Op, RunError, TermEnd, TermReport};
 
 use crate::Retention;
-use crate::events::{EndKind, Note};
+use crate::events::{EndKind, Note, OpKind};
 use crate::services;
 
 /// How a `run()` call ended, as an event says it.
@@ -41,7 +41,7 @@ pub fn end_kind(result: &Result<TermReport, RunError>) -> (EndKind, u64) {
 
 /// Calls `run()` on a jittered schedule until a run reports it was stopped before it started,
 /// or the replica was restarted with a fresh worker (which has a driver of its own).
-pub async fn drive(world: Rc<World<Retention>>, replica: ReplicaId) {
+pub async fn run_replica(world: Rc<World<Retention>>, replica: ReplicaId) {
     let env = world.env();
     let state = world.replica(replica);
     let Some((worker, generation)) = state.worker() else {
@@ -81,26 +81,43 @@ pub async fn revoker(world: Rc<World<Retention>>) {
     }
 }
 
-/// As faults heal: the instant before which a row is eligible for every replica (the least
-/// local clock minus the run's retention), for the backlog check.
-pub fn eligible_before_ms(world: &World<Retention>) -> u64 {
-    let now_ms = world.env().now_ms();
-    world
-        .replicas()
-        .iter()
-        .map(|state| state.local_ms(now_ms))
-        .min()
-        .unwrap_or(EPOCH_MS)
-        .saturating_sub(world.profile().system.worker.retention_ms)
-}
+/// A replica's loop, the authority's revocations and the backlog check.
+impl Drive for Retention {
+    const STOP_OPS: &'static [OpKind] = &[OpKind::Acquire, OpKind::Delete, OpKind::Renew];
+    /// The instant before which a row was eligible for every replica as faults healed.
+    type HealMark = u64;
 
-/// As the liveness phase ends: the rows eligible when faults healed that are still there.
-pub fn backlog_check(world: &World<Retention>, eligible_before_ms: u64) {
-    if world.profile().system.drain {
-        let remaining = world.services().store.remaining_before(eligible_before_ms);
-        world.env().note(Note::Backlog {
-            eligible_before_ms,
-            remaining,
-        });
+    fn drive(world: Rc<World<Retention>>, replica: ReplicaId) -> LocalTask {
+        Box::pin(run_replica(world, replica))
+    }
+
+    fn start_faults(world: &Rc<World<Retention>>) {
+        if world.profile().system.revoke.probability > 0.0 {
+            leasesim_sim::phases::spawn(world, "revoker", revoker(world.clone()));
+        }
+    }
+
+    /// As faults heal: the instant before which a row is eligible for every replica (the least
+    /// local clock minus the run's retention), for the backlog check.
+    fn faults_heal(world: &World<Retention>) -> u64 {
+        let now_ms = world.env().now_ms();
+        world
+            .replicas()
+            .iter()
+            .map(|state| state.local_ms(now_ms))
+            .min()
+            .unwrap_or(EPOCH_MS)
+            .saturating_sub(world.profile().system.worker.retention_ms)
+    }
+
+    /// As the liveness phase ends: the rows eligible when faults healed that are still there.
+    fn liveness_ends(world: &World<Retention>, eligible_before_ms: u64) {
+        if world.profile().system.drain {
+            let remaining = world.services().store.remaining_before(eligible_before_ms);
+            world.env().note(Note::Backlog {
+                eligible_before_ms,
+                remaining,
+            });
+        }
     }
 }

@@ -16,7 +16,7 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use leasesim_events::ReplicaId;
 use leasesim_invariants::{Built, Readback};
-use leasesim_sim::{Port, TaskHandle};
+use leasesim_sim::{LocalTask, Port, TaskHandle, WorkerInfo, Workers, catalogue};
 use retention_worker::{
     Clock, Lease, Leases, PortError, Records, RetentionWorker, RunError, TermReport, WorkerConfig,
 };
@@ -321,16 +321,47 @@ impl Records for SimRecords {
     }
 }
 
-/// The ports of `replica`, built on the world.
-pub fn ports_of(world: &Rc<leasesim_sim::World<Retention>>, replica: ReplicaId) -> WorkerPorts {
-    let port = Port::new(world.clone(), replica);
-    WorkerPorts {
-        replica,
-        owner_id: replica.owner_id(),
-        config: world.profile().system.worker.clone(),
-        clock: SimClock(port.clone()),
-        leases: SimLeases(port.clone()),
-        records: SimRecords(port.clone()),
-        tasks: SimTasks(port),
+/// The retention workers: the production core and the defective ones, on the world's ports.
+impl Workers for Retention {
+    type Worker = dyn WorkerUnderTest;
+    type Ports = WorkerPorts;
+
+    /// The ports of `replica`, built on the world.
+    fn ports(world: &Rc<leasesim_sim::World<Retention>>, replica: ReplicaId) -> WorkerPorts {
+        let port = Port::new(world.clone(), replica);
+        WorkerPorts {
+            replica,
+            owner_id: replica.owner_id(),
+            config: world.profile().system.worker.clone(),
+            clock: SimClock(port.clone()),
+            leases: SimLeases(port.clone()),
+            records: SimRecords(port.clone()),
+            tasks: SimTasks(port),
+        }
+    }
+
+    fn stop(worker: Rc<dyn WorkerUnderTest>) -> LocalTask {
+        Box::pin(async move { worker.stop().await })
+    }
+
+    /// Every worker of the retention system: `correct` (the production core) first, then the
+    /// defective ones.
+    fn workers() -> Vec<WorkerInfo> {
+        catalogue(
+            "the production worker core (retention-worker)",
+            crate::defects::DEFECTS,
+        )
+    }
+
+    /// The factory of a worker by name: `correct`, or any name in [`crate::defects::DEFECTS`].
+    fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
+        if name == "correct" {
+            return Some(Rc::new(correct_worker));
+        }
+        let build = crate::defects::DEFECTS
+            .iter()
+            .find(|d| d.info.name == name)?
+            .build;
+        Some(Rc::new(build))
     }
 }

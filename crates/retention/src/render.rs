@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 
-use leasesim_sim::Annotator;
+use leasesim_timeline::{Annotator, CallWords, MarkKind, MarkWords, Render, Words};
 
 use crate::Retention;
 use crate::events::{
@@ -46,122 +46,165 @@ fn failure_name(failure: Failure) -> &'static str {
     }
 }
 
-pub fn request_text(request: &Request) -> String {
-    match request {
-        Request::Acquire => "acquire".into(),
-        Request::Renew { lease } => format!("renew token={}", lease.token),
-        Request::Release { lease } => format!("release token={}", lease.token),
-        Request::Delete {
-            older_than_ms,
-            limit,
-            token,
-        } => {
-            format!(
-                "delete_batch older_than={} limit={limit} token={token}",
-                clock(*older_than_ms)
-            )
+/// How retention events read in a trace and draw on a timeline.
+impl Render for Retention {
+    const WORDS: &'static Words = &TIMELINE_WORDS;
+    type Annotator = Annotations;
+
+    fn request_text(request: &Request) -> String {
+        match request {
+            Request::Acquire => "acquire".into(),
+            Request::Renew { lease } => format!("renew token={}", lease.token),
+            Request::Release { lease } => format!("release token={}", lease.token),
+            Request::Delete {
+                older_than_ms,
+                limit,
+                token,
+            } => {
+                format!(
+                    "delete_batch older_than={} limit={limit} token={token}",
+                    clock(*older_than_ms)
+                )
+            }
         }
     }
-}
 
-pub fn applied_text(applied: &Applied) -> String {
-    match applied {
-        Applied::Granted {
-            lease,
-            replaced: None,
-        } => {
-            format!(
-                "granted token={} expires={}",
-                lease.token,
-                clock(lease.expires_at_ms)
-            )
-        }
-        Applied::Granted {
-            lease,
-            replaced: Some(old),
-        } => format!(
-            "granted token={} expires={} (took over expired token {old})",
-            lease.token,
-            clock(lease.expires_at_ms)
-        ),
-        Applied::Busy { holder_token } => format!("busy (token {holder_token} is held)"),
-        Applied::Renewed { lease } => {
-            format!(
-                "renewed -> token={} expires={}",
-                lease.token,
-                clock(lease.expires_at_ms)
-            )
-        }
-        Applied::RenewRefused => "renew refused (not the live holder)".into(),
-        Applied::Released => "released".into(),
-        Applied::FreedNothing => "freed nothing (the lease had expired or moved on)".into(),
-        Applied::Deleted {
-            rows,
-            token_current,
-            current_token,
-            newest_created_ms,
-            held_back,
-        } => {
-            let mut text = format!("deleted {rows} rows");
-            if let Some(newest) = newest_created_ms {
-                let _ = write!(text, " (newest created {})", clock(*newest));
+    fn applied_text(applied: &Applied) -> String {
+        match applied {
+            Applied::Granted {
+                lease,
+                replaced: None,
+            } => {
+                format!(
+                    "granted token={} expires={}",
+                    lease.token,
+                    clock(lease.expires_at_ms)
+                )
             }
-            if !token_current {
+            Applied::Granted {
+                lease,
+                replaced: Some(old),
+            } => format!(
+                "granted token={} expires={} (took over expired token {old})",
+                lease.token,
+                clock(lease.expires_at_ms)
+            ),
+            Applied::Busy { holder_token } => format!("busy (token {holder_token} is held)"),
+            Applied::Renewed { lease } => {
+                format!(
+                    "renewed -> token={} expires={}",
+                    lease.token,
+                    clock(lease.expires_at_ms)
+                )
+            }
+            Applied::RenewRefused => "renew refused (not the live holder)".into(),
+            Applied::Released => "released".into(),
+            Applied::FreedNothing => "freed nothing (the lease had expired or moved on)".into(),
+            Applied::Deleted {
+                rows,
+                token_current,
+                current_token,
+                newest_created_ms,
+                held_back,
+            } => {
+                let mut text = format!("deleted {rows} rows");
+                if let Some(newest) = newest_created_ms {
+                    let _ = write!(text, " (newest created {})", clock(*newest));
+                }
+                if !token_current {
+                    let current = current_token.map_or("none".into(), |t| t.to_string());
+                    let _ = write!(text, " WITH A STALE TOKEN (current: {current})");
+                }
+                if *held_back > 0 {
+                    let _ = write!(
+                        text,
+                        "; short answer (fault): {held_back} more eligible rows held back"
+                    );
+                }
+                text
+            }
+            Applied::DeleteRefused { current_token } => {
                 let current = current_token.map_or("none".into(), |t| t.to_string());
-                let _ = write!(text, " WITH A STALE TOKEN (current: {current})");
+                format!("refused: stale token (current: {current})")
             }
-            if *held_back > 0 {
-                let _ = write!(
-                    text,
-                    "; short answer (fault): {held_back} more eligible rows held back"
-                );
+        }
+    }
+
+    fn answer_text(answer: &Answer) -> String {
+        match answer {
+            Answer::Lease(Some(lease)) => format!("lease token={}", lease.token),
+            Answer::Lease(None) => "none".into(),
+            Answer::Released => "ok".into(),
+            Answer::Rows(rows) => format!("{rows} rows"),
+            Answer::Failed(failure) => format!("error: {}", failure_name(*failure)),
+        }
+    }
+
+    /// The text of one of the system's notes.
+    fn note_text(note: &Note) -> String {
+        match note {
+            Note::TermStarted { term } => format!("run() term {term} begins"),
+            Note::TermEnded { term, end, rows } => {
+                format!("run() term {term} ends: {}, {rows} rows", end_name(*end))
             }
-            text
-        }
-        Applied::DeleteRefused { current_token } => {
-            let current = current_token.map_or("none".into(), |t| t.to_string());
-            format!("refused: stale token (current: {current})")
+            Note::Revoked { token } => format!("** authority revokes token {token}"),
+            Note::Backlog {
+                eligible_before_ms,
+                remaining,
+            } => format!(
+                "backlog check: {remaining} rows created before {} remain",
+                clock(*eligible_before_ms)
+            ),
+            Note::Construction(finding) => format!("** construction: {finding}"),
         }
     }
-}
 
-pub fn answer_text(answer: &Answer) -> String {
-    match answer {
-        Answer::Lease(Some(lease)) => format!("lease token={}", lease.token),
-        Answer::Lease(None) => "none".into(),
-        Answer::Released => "ok".into(),
-        Answer::Rows(rows) => format!("{rows} rows"),
-        Answer::Failed(failure) => format!("error: {}", failure_name(*failure)),
-    }
-}
-
-/// The text of one of the system's notes.
-pub fn note_text(note: &Note) -> String {
-    match note {
-        Note::TermStarted { term } => format!("run() term {term} begins"),
-        Note::TermEnded { term, end, rows } => {
-            format!("run() term {term} ends: {}, {rows} rows", end_name(*end))
+    /// A short stable name of a note, for per-kind counts.
+    fn note_name(note: &Note) -> &'static str {
+        match note {
+            Note::TermStarted { .. } => "term-started",
+            Note::TermEnded { .. } => "term-ended",
+            Note::Revoked { .. } => "revoked",
+            Note::Backlog { .. } => "backlog",
+            Note::Construction(_) => "construction",
         }
-        Note::Revoked { token } => format!("** authority revokes token {token}"),
-        Note::Backlog {
-            eligible_before_ms,
-            remaining,
-        } => format!(
-            "backlog check: {remaining} rows created before {} remain",
-            clock(*eligible_before_ms)
-        ),
-        Note::Construction(finding) => format!("** construction: {finding}"),
     }
-}
 
-/// A short stable name of a note, for per-kind counts.
-pub fn note_name(note: &Note) -> &'static str {
-    match note {
-        Note::TermStarted { .. } => "term-started",
-        Note::TermEnded { .. } => "term-ended",
-        Note::Revoked { .. } => "revoked",
-        Note::Backlog { .. } => "backlog",
-        Note::Construction(_) => "construction",
+    fn answer_is_error(answer: &Answer) -> bool {
+        matches!(answer, Answer::Failed(_))
+    }
+
+    /// How the retention calls are drawn: one row per operation.
+    fn call_style(op: crate::events::OpKind) -> leasesim_timeline::CallStyle {
+        use crate::events::OpKind;
+        let (row, class) = match op {
+            OpKind::Acquire => (0, "ca"),
+            OpKind::Renew => (1, "cr"),
+            OpKind::Release => (2, "cl"),
+            OpKind::Delete => (3, "cd"),
+        };
+        leasesim_timeline::CallStyle {
+            row,
+            class,
+            name: op.name(),
+        }
+    }
+
+    /// What the retention parts of an event draw: applies as marks, lease answers as held
+    /// tokens, term ends, revocations and backlog checks.
+    fn draws(event: &Event, out: &mut Vec<leasesim_timeline::Draw>) {
+        use leasesim_timeline::{Draw, MarkKind};
+        let mark = |kind, rows| Draw::Mark { kind, rows };
+        match event.kind {
+            EventKind::Applied { applied, .. } => out.extend(applied_mark(&applied)),
+            EventKind::Answered { op, answer, .. } => answered_draws(op, answer, out),
+            EventKind::Note(Note::TermEnded { .. }) => out.push(Draw::HoldEnd { lost: false }),
+            EventKind::Note(Note::Revoked { .. }) => out.push(mark(MarkKind::Revoked, 0)),
+            EventKind::Note(Note::Backlog { remaining, .. }) => {
+                out.push(mark(MarkKind::Backlog, remaining));
+            }
+            _ => {}
+        }
     }
 }
 
@@ -274,39 +317,6 @@ impl Annotator<Retention> for Annotations {
     }
 }
 
-/// How the retention calls are drawn: one row per operation.
-pub fn call_style(op: crate::events::OpKind) -> leasesim_timeline::CallStyle {
-    use crate::events::OpKind;
-    let (row, class) = match op {
-        OpKind::Acquire => (0, "ca"),
-        OpKind::Renew => (1, "cr"),
-        OpKind::Release => (2, "cl"),
-        OpKind::Delete => (3, "cd"),
-    };
-    leasesim_timeline::CallStyle {
-        row,
-        class,
-        name: op.name(),
-    }
-}
-
-/// What the retention parts of an event draw: applies as marks, lease answers as held
-/// tokens, term ends, revocations and backlog checks.
-pub fn draws(event: &Event, out: &mut Vec<leasesim_timeline::Draw>) {
-    use leasesim_timeline::{Draw, MarkKind};
-    let mark = |kind, rows| Draw::Mark { kind, rows };
-    match event.kind {
-        EventKind::Applied { applied, .. } => out.extend(applied_mark(&applied)),
-        EventKind::Answered { op, answer, .. } => answered_draws(op, answer, out),
-        EventKind::Note(Note::TermEnded { .. }) => out.push(Draw::HoldEnd { lost: false }),
-        EventKind::Note(Note::Revoked { .. }) => out.push(mark(MarkKind::Revoked, 0)),
-        EventKind::Note(Note::Backlog { remaining, .. }) => {
-            out.push(mark(MarkKind::Backlog, remaining));
-        }
-        _ => {}
-    }
-}
-
 fn answered_draws(
     op: crate::events::OpKind,
     answer: Answer,
@@ -368,3 +378,89 @@ fn applied_mark(applied: &Applied) -> Option<leasesim_timeline::Draw> {
     };
     Some(Draw::Mark { kind, rows: 0 })
 }
+
+/// The retention system's words of every mark kind, in legend order.
+const MARKS: [MarkWords; 17] = {
+    use MarkKind as K;
+    let plain = MarkWords::plain;
+    [
+        MarkWords {
+            kind: K::Delete,
+            noun: "delete",
+            legend: "delete applied (rows)",
+            count: "{n} rows",
+            label: "{n}",
+        },
+        MarkWords {
+            kind: K::StaleDelete,
+            noun: "stale delete",
+            legend: "delete applied with a STALE token",
+            count: "{n} rows",
+            label: "{n}",
+        },
+        plain(
+            K::RefusedDelete,
+            "refused delete",
+            "delete refused: stale token",
+        ),
+        plain(K::Renewal, "renewal", "renewal (new token)"),
+        plain(
+            K::RenewLost,
+            "renew answered none",
+            "renew answered none: leadership lost",
+        ),
+        plain(K::Release, "release", "release freed the lease"),
+        plain(
+            K::FreedNothing,
+            "release freed nothing",
+            "release freed nothing",
+        ),
+        plain(
+            K::Takeover,
+            "takeover",
+            "acquire took over an expired lease",
+        ),
+        plain(K::Rejected, "rejected call", "call rejected before apply"),
+        plain(K::RequestLost, "lost request", "request lost before apply"),
+        plain(K::ReplyLost, "lost reply", "reply lost after apply"),
+        plain(K::StopCalled, "stop called", "stop() called"),
+        plain(K::StopResolved, "stop returned", "stop() returned"),
+        plain(K::Restarted, "restart", "restarted with a fresh worker"),
+        plain(K::ClockJump, "clock jump", "clock jump"),
+        plain(K::Revoked, "revocation", "lease revoked by the authority"),
+        MarkWords {
+            kind: K::Backlog,
+            noun: "backlog check",
+            legend: "backlog check (rows left)",
+            count: "{n} rows left",
+            label: "backlog {n} left",
+        },
+    ]
+};
+
+/// What the retention system calls its held bars, call rows and marks on a timeline.
+pub const TIMELINE_WORDS: Words = Words {
+    held: "lease held, labelled with its fencing token (t7: token 7)",
+    held_token: "lease token",
+    held_lost: "renew answered none",
+    calls: &[
+        CallWords {
+            class: "ca",
+            label: "acquire call",
+        },
+        CallWords {
+            class: "cr",
+            label: "renew call",
+        },
+        CallWords {
+            class: "cd",
+            label: "delete call",
+        },
+        CallWords {
+            class: "cl",
+            label: "release call",
+        },
+    ],
+    marks: &MARKS,
+    drawn: None,
+};

@@ -13,7 +13,7 @@
 //!   answers `None`).
 
 use leasesim_events::{Event, ReplicaId};
-use leasesim_sim::{FaultProfile, Scenario, World};
+use leasesim_sim::{Apply, FaultProfile, Scenario, World};
 
 use crate::Retention;
 use crate::authority::{Acquired, LeaseAuthority, Release};
@@ -27,9 +27,12 @@ pub struct Services {
     pub store: RecordStore,
 }
 
-impl Services {
+/// The retention services: the lease authority and the record store.
+impl Apply for Retention {
+    type Services = Services;
+
     /// The initial state: the scenario's rows spread over their creation window.
-    pub fn new(scenario: &Scenario<Retention>, profile: &FaultProfile<Retention>) -> Services {
+    fn services(scenario: &Scenario<Retention>, profile: &FaultProfile<Retention>) -> Services {
         let settings = &scenario.settings;
         let (from_ms, to_ms) = settings.created_window_ms();
         let store =
@@ -42,6 +45,16 @@ impl Services {
         let _ = profile;
         Services { authority, store }
     }
+
+    /// Applies a request of `replica` at the services, now.
+    fn apply(world: &World<Retention>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
+        let now_ms = world.service_now_ms();
+        let owner = world.replica(replica).owner_id();
+        let services = &mut *world.services();
+        services.apply_at(owner, request, now_ms, |eligible| {
+            held_back(world, eligible)
+        })
+    }
 }
 
 fn view(token: u64, expires_at_ms: u64) -> LeaseView {
@@ -49,16 +62,6 @@ fn view(token: u64, expires_at_ms: u64) -> LeaseView {
         token,
         expires_at_ms,
     }
-}
-
-/// Applies a request of `replica` at the services, now.
-pub fn apply(world: &World<Retention>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
-    let now_ms = world.service_now_ms();
-    let owner = world.replica(replica).owner_id();
-    let services = &mut *world.services();
-    services.apply_at(owner, request, now_ms, |eligible| {
-        held_back(world, eligible)
-    })
 }
 
 impl Services {

@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use leasesim_invariants::{SettingsRule, SettingsRules};
 use leasesim_sim::scenario::{MAX_SPAN_MS, Periodic, Probability, SpanMs, whole_field};
-use leasesim_sim::{EPOCH_MS, Env, Scale, ScenarioError, SystemPart, Tick};
+use leasesim_sim::{EPOCH_MS, Env, Scale, ScenarioError, Setup, SystemPart, Tick};
 use retention_worker::WorkerConfig;
 use serde::Deserialize;
 use toml::Spanned;
@@ -264,31 +264,117 @@ const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
     },
 ];
 
-/// Checks the retention part of a scenario file.
-pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
-    let file: SettingsFile = part.deserialize()?;
-    let (worker, worker_span) = split(file.worker);
-    let config = WorkerConfig {
-        batch_rows: worker.batch_rows,
-        cap_rows: worker.cap_rows,
-        retention_ms: worker.retention_ms,
-        renew_every_ms: worker.renew_every_ms,
-        lease_ttl_ms: file.lease.ttl_ms.get(),
-    };
-    config
-        .validate()
-        .map_err(|err| part.error_at(worker_span, &format!("[worker]: {err}")))?;
-    let (store, store_span) = split(file.store);
-    check_store(&store).map_err(|message| part.error_at(store_span, &message))?;
-    Ok(Settings {
-        worker: config,
-        lease: file.lease,
-        store,
-        drain: file.drain,
-        term_bound_ms: file.term_bound_ms.get(),
-        revoke: file.faults.revoke,
-        short_delete: file.faults.short_delete,
-    })
+/// The retention part of a scenario, and what a run draws from it.
+impl Setup for Retention {
+    const KEYS: &'static [&'static str] = &["worker", "lease", "store", "drain", "term_bound_ms"];
+    const FAULT_KEYS: &'static [&'static str] = &["revoke", "short_delete"];
+    type Settings = Settings;
+    type Drawn = Drawn;
+
+    /// Checks the retention part of a scenario file.
+    fn settings(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
+        let file: SettingsFile = part.deserialize()?;
+        let (worker, worker_span) = split(file.worker);
+        let config = WorkerConfig {
+            batch_rows: worker.batch_rows,
+            cap_rows: worker.cap_rows,
+            retention_ms: worker.retention_ms,
+            renew_every_ms: worker.renew_every_ms,
+            lease_ttl_ms: file.lease.ttl_ms.get(),
+        };
+        config
+            .validate()
+            .map_err(|err| part.error_at(worker_span, &format!("[worker]: {err}")))?;
+        let (store, store_span) = split(file.store);
+        check_store(&store).map_err(|message| part.error_at(store_span, &message))?;
+        Ok(Settings {
+            worker: config,
+            lease: file.lease,
+            store,
+            drain: file.drain,
+            term_bound_ms: file.term_bound_ms.get(),
+            revoke: file.faults.revoke,
+            short_delete: file.faults.short_delete,
+        })
+    }
+
+    fn check_scenario(
+        scenario: &leasesim_sim::Scenario<Retention>,
+    ) -> Result<(), (&'static str, String)> {
+        crate::bounds::check(scenario)
+    }
+
+    /// Draws the retention part of one run's profile.
+    fn draw(
+        scenario: &leasesim_sim::Scenario<Retention>,
+        env: &dyn Env<Retention>,
+        scale: &Scale<'_>,
+    ) -> Drawn {
+        let settings = &scenario.settings;
+        let revoke = Tick {
+            probability: scale.apply(settings.revoke.probability.get()),
+            every_ms: settings.revoke.every_ms,
+        };
+        let short_delete = scale.apply(settings.short_delete.get());
+        let (worker, worker_draw) = draw_worker(settings, scale.swarm(), env);
+        let drain = settings.drain && worker_draw != Some(WorkerDraw::Small);
+        let drawn = Drawn {
+            revoke,
+            short_delete,
+            worker,
+            worker_draw,
+            drain,
+        };
+        // invariant: the drawn worker settings are ones the worker accepts, and faults stay
+        // within their envelope.
+        assert!(drawn.worker.validate().is_ok(), "{:?}", drawn.worker);
+        debug_assert!(drawn.short_delete <= settings.short_delete.get());
+        drawn
+    }
+
+    /// Header lines for the retention part of a profile (faults that are off are left out).
+    fn describe(drawn: &Drawn) -> Vec<String> {
+        let mut lines = Vec::new();
+        if drawn.short_delete > 0.0 {
+            let p = leasesim_sim::faults::probability_text(drawn.short_delete);
+            lines.push(format!("short-delete: p={p}"));
+        }
+        if drawn.revoke.probability > 0.0 {
+            lines.push(leasesim_sim::faults::tick_text("revoke", &drawn.revoke, ""));
+        }
+        if let Some(draw) = drawn.worker_draw {
+            let (batch_rows, cap_rows) = (drawn.worker.batch_rows, drawn.worker.cap_rows);
+            let mut line = format!(
+                "worker: batch {batch_rows} rows, cap {cap_rows} rows ({})",
+                draw.name()
+            );
+            if cap_rows % batch_rows != 0 {
+                line.push_str(", cap not a multiple of the batch");
+            }
+            if !drawn.drain {
+                line.push_str("; backlog drain not required");
+            }
+            lines.push(line);
+        }
+        lines
+    }
+
+    fn shrink_moves() -> &'static [(&'static str, &'static str)] {
+        &[
+            ("faults.revoke.probability", "0"),
+            ("faults.short_delete", "0"),
+            ("store.rows", "0"),
+        ]
+    }
+
+    fn shrink_end_moves() -> &'static [(&'static str, &'static str)] {
+        &[("drain", "false")]
+    }
+
+    fn faults_on(settings: &Settings) -> usize {
+        usize::from(settings.revoke.probability.get() > 0.0)
+            + usize::from(settings.short_delete.get() > 0.0)
+    }
 }
 
 fn check_store(store: &StoreSection) -> Result<(), String> {
@@ -342,34 +428,6 @@ pub struct Drawn {
     pub drain: bool,
 }
 
-/// Draws the retention part of one run's profile.
-pub fn draw(
-    scenario: &leasesim_sim::Scenario<Retention>,
-    env: &dyn Env<Retention>,
-    scale: &Scale<'_>,
-) -> Drawn {
-    let settings = &scenario.settings;
-    let revoke = Tick {
-        probability: scale.apply(settings.revoke.probability.get()),
-        every_ms: settings.revoke.every_ms,
-    };
-    let short_delete = scale.apply(settings.short_delete.get());
-    let (worker, worker_draw) = draw_worker(settings, scale.swarm(), env);
-    let drain = settings.drain && worker_draw != Some(WorkerDraw::Small);
-    let drawn = Drawn {
-        revoke,
-        short_delete,
-        worker,
-        worker_draw,
-        drain,
-    };
-    // invariant: the drawn worker settings are ones the worker accepts, and faults stay
-    // within their envelope.
-    assert!(drawn.worker.validate().is_ok(), "{:?}", drawn.worker);
-    debug_assert!(drawn.short_delete <= settings.short_delete.get());
-    drawn
-}
-
 /// The worker settings of one run: the scenario's, or with swarm a drawn batch and cap (value
 /// 0 of every draw keeps the scenario's). Every drawn pair is valid: `1 <= batch <= cap`.
 fn draw_worker(
@@ -408,31 +466,4 @@ fn draw_worker(
     // invariant: the draw keeps every rule `WorkerConfig::validate` checks.
     debug_assert!(config.batch_rows >= 1 && config.batch_rows <= config.cap_rows);
     (config, Some(draw))
-}
-
-/// Header lines for the retention part of a profile (faults that are off are left out).
-pub fn describe(drawn: &Drawn) -> Vec<String> {
-    let mut lines = Vec::new();
-    if drawn.short_delete > 0.0 {
-        let p = leasesim_sim::faults::probability_text(drawn.short_delete);
-        lines.push(format!("short-delete: p={p}"));
-    }
-    if drawn.revoke.probability > 0.0 {
-        lines.push(leasesim_sim::faults::tick_text("revoke", &drawn.revoke, ""));
-    }
-    if let Some(draw) = drawn.worker_draw {
-        let (batch_rows, cap_rows) = (drawn.worker.batch_rows, drawn.worker.cap_rows);
-        let mut line = format!(
-            "worker: batch {batch_rows} rows, cap {cap_rows} rows ({})",
-            draw.name()
-        );
-        if cap_rows % batch_rows != 0 {
-            line.push_str(", cap not a multiple of the batch");
-        }
-        if !drawn.drain {
-            line.push_str("; backlog drain not required");
-        }
-        lines.push(line);
-    }
-    lines
 }

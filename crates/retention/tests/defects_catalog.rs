@@ -5,12 +5,14 @@
 //! - *untouchable ports*: port fakes that panic when called, to show a code path makes no call.
 
 use futures::FutureExt;
+use leasesim_retention::Retention;
 use leasesim_retention::defects::{
     AcquiredTokenWorker, DEFECTS, DeleteAfterLossWorker, EarlyCutoffWorker, IntervalRenewalWorker,
     LeakedRenewalWorker, LeftoverReleaseWorker, MovingCutoffWorker, NaiveWorker, NoRenewalWorker,
     RenewErrorNoReleaseWorker, SleepyStopWorker, StaleReleaseWorker, StaleRenewalWorker,
-    UncappedWorker, UnjoinedStopWorker, WholeBatchesWorker, factory,
+    UncappedWorker, UnjoinedStopWorker, WholeBatchesWorker,
 };
+use leasesim_sim::Workers;
 use retention_worker::{
     Clock, ConfigError, Lease, Leases, PortError, Records, TermEnd, WorkerConfig,
 };
@@ -107,18 +109,18 @@ fn each_defect_names_known_invariants_and_has_a_description() {
 fn factory_builds_every_listed_worker_and_nothing_else() {
     for defect in DEFECTS {
         assert!(
-            factory(defect.info.name).is_some(),
+            Retention::factory(defect.info.name).is_some(),
             "no factory for {}",
             defect.info.name
         );
     }
     assert!(
-        factory("correct").is_some(),
+        Retention::factory("correct").is_some(),
         "the production core is built by name too"
     );
     for unknown in ["", "Naive", "uncapped "] {
         assert!(
-            factory(unknown).is_none(),
+            Retention::factory(unknown).is_none(),
             "{unknown:?} should not be a worker"
         );
     }

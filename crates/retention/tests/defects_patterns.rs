@@ -138,7 +138,8 @@ fn contention() -> Rc<Scenario> {
 }
 
 fn defective(name: &str) -> Rc<WorkerFactory> {
-    leasesim_retention::defects::factory(name).unwrap_or_else(|| panic!("no worker named {name}"))
+    <leasesim_retention::Retention as leasesim_sim::Workers>::factory(name)
+        .unwrap_or_else(|| panic!("no worker named {name}"))
 }
 
 /// Asserts `name` shows every pattern of `wanted` and none outside `wanted` + `tolerated`.

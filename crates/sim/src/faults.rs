@@ -8,7 +8,7 @@
 //!   and FoundationDB's simulator: each seed explores a different corner of the envelope.
 //! - *shared faults*: the network's (latency, rejection, lost replies) and the processes'
 //!   (pauses, clock skew and jumps, stops), the same for every system. The system draws its
-//!   own part last ([`System::draw`]), with the same [`Scale`].
+//!   own part last ([`Setup::draw`](crate::Setup::draw)), with the same [`Scale`].
 //!
 //! Profile draws come first in a run's choices, and "off" / "weakest" is always value 0, so
 //! shrinking a counterexample also switches off the faults it does not need.

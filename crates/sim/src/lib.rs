@@ -46,7 +46,9 @@ pub use process::{Port, ReplicaState};
 pub use scenario::{Location, Scenario, ScenarioError, SystemPart};
 pub use signal::Signal;
 pub use sink::{Divergence, EventSink, Observer, check_determinism};
-pub use system::{Annotator, Defect, System, WorkerFactory, WorkerInfo, catalogue};
+pub use system::{
+    Apply, Checks, Defect, Drive, Setup, System, WorkerFactory, WorkerInfo, Workers, catalogue,
+};
 pub use task::TaskHandle;
 pub use world::World;
 

@@ -1,11 +1,11 @@
 //! The phase script of a run: safety, liveness, shutdown, end; with the shared process faults.
 //!
 //! Terminology:
-//! - *driver*: the system's loop for one replica ([`System::drive`]), started here.
+//! - *driver*: the system's loop for one replica ([`Drive::drive`](crate::Drive::drive)), started here.
 //! - *stopper*: calls `stop()` on a replica at the moment the profile's stop plan names: an
 //!   instant, while a call of a named operation is in flight, or between terms.
 //! - *tickers*: periodic process faults of one replica: pauses and clock jumps (a system adds
-//!   its own, e.g. a lease revoked by its authority, in [`System::start_faults`]). Each waits
+//!   its own, e.g. a lease revoked by its authority, in [`Drive::start_faults`](crate::Drive::start_faults)). Each waits
 //!   for its next tick with [`next_tick`].
 //! - *phases*: safety (faults on) for `duration_ms`, liveness (healed; stopped replicas are
 //!   restarted with fresh workers) for `liveness_ms`, then shutdown (every replica stopped,

@@ -6,8 +6,8 @@
 //!   own part (its services' shape, its worker's settings, its own faults), named by
 //!   `system = "NAME"`.
 //! - *shared keys*: the top-level keys and `[faults]` keys this module reads; the *system
-//!   part* is every key the system declares ([`System::KEYS`], [`System::FAULT_KEYS`]), handed
-//!   to [`System::settings`] as a [`SystemPart`] that keeps every value's location.
+//!   part* is every key the system declares ([`Setup::KEYS`](crate::Setup::KEYS), [`Setup::FAULT_KEYS`](crate::Setup::FAULT_KEYS)), handed
+//!   to [`Setup::settings`](crate::Setup::settings) as a [`SystemPart`] that keeps every value's location.
 //! - *location*: `file:line:column` of a value; every error names one.
 //!
 //! Every key is optional except `description` and `system`; every fault defaults to off. An
@@ -226,7 +226,7 @@ impl<S: System> Scenario<S> {
     }
 }
 
-/// The system's part of a scenario file, for [`System::settings`]: its keys with their
+/// The system's part of a scenario file, for [`Setup::settings`](crate::Setup::settings): its keys with their
 /// locations, and the shared values it may need to check against.
 pub struct SystemPart<'a> {
     table: Spanned<DeValue<'a>>,

@@ -3,9 +3,13 @@
 //! Terminology:
 //! - *system*: a family member of lease-fenced workers (the retention worker, claimed work
 //!   items, reservation expiry, a holder-token claim). A marker type implements [`System`]
-//!   (and the vocabulary and judgement traits it extends); everything else of a run (the
-//!   runtime, the network and process faults, phases, scenarios, checking plumbing, campaigns,
-//!   shrinking, traces, timelines, the CLI) is shared and written once.
+//!   through its *components*; everything else of a run (the runtime, the network and process
+//!   faults, phases, scenarios, checking plumbing, campaigns, shrinking, traces, timelines, the
+//!   CLI) is shared and written once.
+//! - *component*: one trait of the system, implemented in the module that owns what it
+//!   names: [`Setup`] (settings and draws), [`Checks`] (checkers and coverage), [`Apply`]
+//!   (services), [`Drive`] (a replica's loop, the system's own faults, phase ends) and
+//!   [`Workers`] (the catalogue and the ports). [`System`] adds only the name.
 //! - *settings*: the system's part of a scenario file (its own tables and keys), checked.
 //! - *drawn*: what one run draws from the settings (swarm choices), printed in the trace
 //!   header next to the shared fault profile.
@@ -18,16 +22,16 @@
 
 use std::rc::Rc;
 
-use leasesim_events::{Event, ReplicaId};
+use leasesim_events::{ReplicaId, Vocabulary};
 use leasesim_invariants::{Checker, Coverage, Judged};
 
 use crate::env::{Env, LocalTask};
 use crate::faults::{FaultProfile, Scale};
-use crate::scenario::{Scenario, SystemPart};
+use crate::scenario::{Scenario, ScenarioError, SystemPart};
 use crate::world::World;
 
 /// A system's worker factory: one fresh worker per replica (at start, and on restart).
-pub type WorkerFactory<S> = dyn Fn(<S as System>::Ports) -> Rc<<S as System>::Worker>;
+pub type WorkerFactory<S> = dyn Fn(<S as Workers>::Ports) -> Rc<<S as Workers>::Worker>;
 
 /// One worker a system offers by name (`correct`, or a defective one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +53,7 @@ pub struct Defect<B: 'static> {
     pub build: B,
 }
 
-/// What a system lists (`System::workers`): `correct`, the production core described by
+/// What a system lists (`Workers::workers`): `correct`, the production core described by
 /// `correct`, then its defective workers in their catalogue's order.
 pub fn catalogue<B>(correct: &'static str, defects: &[Defect<B>]) -> Vec<WorkerInfo> {
     let production = WorkerInfo {
@@ -65,120 +69,49 @@ pub fn catalogue<B>(correct: &'static str, defects: &[Defect<B>]) -> Vec<WorkerI
     listed
 }
 
-/// Everything one system under test brings. See the module docs.
-pub trait System: Judged + Sized {
+/// Everything one system under test brings: its name, and the components below, each
+/// implemented by the module of the system that owns it. How its events read (trace lines,
+/// timelines) is not the simulation's concern: `leasesim_timeline::Render`.
+pub trait System: Setup + Checks + Apply + Drive + Workers {
     /// The name scenario files declare (`system = "retention"`) and `--system` takes.
     const NAME: &'static str;
     /// One line for `leasesim list`.
     const DESCRIPTION: &'static str;
+}
+
+/// The system's part of a scenario, and what one run draws from it (`settings.rs`).
+pub trait Setup: Vocabulary + Sized {
     /// The system's top-level scenario keys (tables or values), besides the shared ones.
     const KEYS: &'static [&'static str];
     /// Keys the system adds inside `[faults]`.
     const FAULT_KEYS: &'static [&'static str];
-    /// The operations a stop at `anywhere` may land in, in draw order.
-    const STOP_OPS: &'static [Self::Op];
 
     type Settings: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static;
     type Drawn: Clone + std::fmt::Debug + PartialEq + 'static;
-    type Services: 'static;
-    type Worker: ?Sized + 'static;
-    type Ports: 'static;
-    /// The system's checkers, one variant per invariant (static dispatch).
-    type Checker: Checker<Self> + 'static;
-    /// The system's "sometimes" situations, observed per run.
-    type Coverage: Coverage<Self> + Default + 'static;
-    /// Per-run bookkeeping of the trace renderer (term summaries, handovers).
-    type Annotator: Annotator<Self> + Default;
-    /// What the system remembers from the instant faults heal until the liveness phase ends.
-    type HealMark: 'static;
 
     /// Checks the system's part of a scenario file.
-    fn settings(part: SystemPart<'_>) -> Result<Self::Settings, crate::ScenarioError>;
+    fn settings(part: SystemPart<'_>) -> Result<Self::Settings, ScenarioError>;
 
     /// Checks the whole scenario, once every key is read, for what its runs can do across
     /// keys (e.g. a backlog no worker could drain in time, a bound no correct term can keep):
     /// bad input is refused here, never reported later as the worker's failure. An error is
     /// `(dotted key to blame, message)`; the message follows the key (`` `store.rows` ...``).
-    fn check_scenario(_scenario: &Scenario<Self>) -> Result<(), (&'static str, String)> {
+    fn check_scenario(scenario: &Scenario<Self>) -> Result<(), (&'static str, String)>
+    where
+        Self: System,
+    {
+        let _ = scenario;
         Ok(())
     }
 
     /// Draws the system's part of one run's profile (after the shared draws). `scale` switches
     /// and scales a fault probability as swarm does (a no-op without swarm).
-    fn draw(scenario: &Scenario<Self>, env: &dyn Env<Self>, scale: &Scale<'_>) -> Self::Drawn;
+    fn draw(scenario: &Scenario<Self>, env: &dyn Env<Self>, scale: &Scale<'_>) -> Self::Drawn
+    where
+        Self: System;
 
     /// Header lines describing the system's drawn part (faults that are off are left out).
     fn describe(drawn: &Self::Drawn) -> Vec<String>;
-
-    /// The services' initial state.
-    fn services(scenario: &Scenario<Self>, profile: &FaultProfile<Self>) -> Self::Services;
-
-    /// Applies `request` of `replica` at the service now, with faults on unless healed.
-    fn apply(
-        world: &World<Self>,
-        replica: ReplicaId,
-        request: Self::Request,
-    ) -> (Self::Applied, Self::Answer);
-
-    /// The ports a worker of `replica` is built from.
-    fn ports(world: &Rc<World<Self>>, replica: ReplicaId) -> Self::Ports;
-
-    /// The driver of one replica (see the module docs).
-    fn drive(world: Rc<World<Self>>, replica: ReplicaId) -> LocalTask;
-
-    /// Stops a worker; completes once it has quiesced.
-    fn stop(worker: Rc<Self::Worker>) -> LocalTask;
-
-    /// Starts the system's own periodic faults for the safety phase (none by default).
-    fn start_faults(world: &Rc<World<Self>>) {
-        let _ = world;
-    }
-
-    /// Called as faults heal, before the liveness phase begins.
-    fn faults_heal(world: &World<Self>) -> Self::HealMark;
-
-    /// Called as the liveness phase ends, before shutdown (e.g. records what is left to do).
-    fn liveness_ends(world: &World<Self>, mark: Self::HealMark);
-
-    /// The checkers of the given invariants for one run, judging against what it drew.
-    fn checkers(
-        scenario: &Scenario<Self>,
-        profile: &FaultProfile<Self>,
-        invariants: &[Self::Invariant],
-    ) -> Vec<Self::Checker>;
-
-    /// The workers the system offers: `correct` first.
-    fn workers() -> Vec<WorkerInfo>;
-
-    /// The factory of a worker by name.
-    fn factory(name: &str) -> Option<Rc<WorkerFactory<Self>>>;
-
-    /// How the system's parts of an event read in a trace line.
-    fn request_text(request: &Self::Request) -> String;
-    fn applied_text(applied: &Self::Applied) -> String;
-    fn answer_text(answer: &Self::Answer) -> String;
-    fn note_text(note: &Self::Note) -> String;
-    /// A short stable name of a note, for per-kind event counts.
-    fn note_name(note: &Self::Note) -> &'static str;
-
-    /// Is this answer an error of the system's service (not a network failure), e.g. a stale
-    /// token refused? A timeline draws such a call as failed.
-    fn answer_is_error(answer: &Self::Answer) -> bool;
-
-    /// How the calls of `op` are drawn on a timeline (their row, class and name).
-    fn call_style(op: Self::Op) -> leasesim_timeline::CallStyle;
-
-    /// What the system's parts of `event` draw on a timeline (its applies, its answers' effect
-    /// on what a worker holds, its notes); the shared parts (calls, faults, pauses, stops,
-    /// phases) are drawn by the shared renderer.
-    fn draws(event: &Event<Self>, out: &mut Vec<leasesim_timeline::Draw>);
-
-    /// What the system calls its held bars, call rows and marks on a timeline (legend and
-    /// hover text). The default is the retention system's words, which every timeline used
-    /// before systems named their own; a system names what its `draws` and `call_style` mean.
-    fn timeline_words() -> &'static leasesim_timeline::Words {
-        &leasesim_timeline::Words::RETENTION
-    }
 
     /// Scenario keys a shrink may simplify, with their simplest value (TOML): faults it may
     /// switch off, loads it may reduce (`faults.short_delete = 0`, `store.rows = 0`).
@@ -199,17 +132,91 @@ pub trait System: Judged + Sized {
     }
 }
 
-/// Per-run bookkeeping of the trace renderer for one system.
-pub trait Annotator<S: System> {
-    /// Text appended to `event`'s line (e.g. a term's tokens and cutoff at its end).
-    fn suffix(&mut self, event: &Event<S>) -> Option<String> {
-        let _ = event;
-        None
+/// How a run of the system is judged (`checkers/`).
+pub trait Checks: Judged + Sized {
+    /// The system's checkers, one variant per invariant (static dispatch).
+    type Checker: Checker<Self> + 'static;
+    /// The system's "sometimes" situations, observed per run.
+    type Coverage: Coverage<Self> + Default + 'static;
+
+    /// The checkers of the given invariants for one run, judging against what it drew.
+    fn checkers(
+        scenario: &Scenario<Self>,
+        profile: &FaultProfile<Self>,
+        invariants: &[Self::Invariant],
+    ) -> Vec<Self::Checker>
+    where
+        Self: System;
+}
+
+/// The system's services: their state, and a request applied to them (`services.rs`).
+pub trait Apply: Vocabulary + Sized {
+    type Services: 'static;
+
+    /// The services' initial state.
+    fn services(scenario: &Scenario<Self>, profile: &FaultProfile<Self>) -> Self::Services
+    where
+        Self: System;
+
+    /// Applies `request` of `replica` at the service now, with faults on unless healed.
+    fn apply(
+        world: &World<Self>,
+        replica: ReplicaId,
+        request: Self::Request,
+    ) -> (Self::Applied, Self::Answer)
+    where
+        Self: System;
+}
+
+/// A replica's loop, and the system's own faults and phase ends (`driver.rs`).
+pub trait Drive: Vocabulary + Sized {
+    /// The operations a stop at `anywhere` may land in, in draw order.
+    const STOP_OPS: &'static [Self::Op];
+    /// What the system remembers from the instant faults heal until the liveness phase ends.
+    type HealMark: 'static;
+
+    /// The driver of one replica (see the module docs).
+    fn drive(world: Rc<World<Self>>, replica: ReplicaId) -> LocalTask
+    where
+        Self: System;
+
+    /// Starts the system's own periodic faults for the safety phase (none by default).
+    fn start_faults(world: &Rc<World<Self>>)
+    where
+        Self: System,
+    {
+        let _ = world;
     }
 
-    /// A line of its own after `event`'s (e.g. a lease handover).
-    fn note(&mut self, event: &Event<S>) -> Option<String> {
-        let _ = event;
-        None
-    }
+    /// Called as faults heal, before the liveness phase begins.
+    fn faults_heal(world: &World<Self>) -> Self::HealMark
+    where
+        Self: System;
+
+    /// Called as the liveness phase ends, before shutdown (e.g. records what is left to do).
+    fn liveness_ends(world: &World<Self>, mark: Self::HealMark)
+    where
+        Self: System;
+}
+
+/// The workers the system offers and what they are built from (`ports.rs`, `defects/`).
+pub trait Workers: Vocabulary + Sized {
+    /// What the driver of one replica calls (a trait object of the system).
+    type Worker: ?Sized + 'static;
+    /// What a worker of one replica is built from.
+    type Ports: 'static;
+
+    /// The ports a worker of `replica` is built from.
+    fn ports(world: &Rc<World<Self>>, replica: ReplicaId) -> Self::Ports
+    where
+        Self: System;
+
+    /// Stops a worker; completes once it has quiesced.
+    fn stop(worker: Rc<Self::Worker>) -> LocalTask;
+
+    /// The workers the system offers: `correct` first.
+    fn workers() -> Vec<WorkerInfo>;
+
+    /// The factory of a worker by name.
+    fn factory(name: &str) -> Option<Rc<WorkerFactory<Self>>>;
 }

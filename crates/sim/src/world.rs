@@ -5,7 +5,7 @@
 //! - *send*: a request leaves the replica; its *flight* (a world task, so it completes even if
 //!   the worker stops waiting) carries it to the service after a drawn latency, where it may be
 //!   refused (fault; the caller sees the refusal), lost before it arrives (fault; the caller
-//!   sees a timeout, nothing was applied), or *applied* (by the system, [`System::apply`]);
+//!   sees a timeout, nothing was applied), or *applied* (by the system, [`Apply::apply`](crate::Apply::apply));
 //!   the answer then flies back after another drawn latency, or is lost (fault) and the
 //!   caller sees a timeout: from a timeout alone a caller cannot tell whether its request
 //!   took effect.

@@ -15,7 +15,7 @@
 //! - *mark*: a small shape at a point event: deletes (with row counts), renewals, releases,
 //!   faults and refusals (warning colour), stops, restarts, clock jumps.
 //! - *words*: what the system calls its held bars, call rows and marks in the legend and the
-//!   hover text ([`Words`]); the words above are the retention system's, the default.
+//!   hover text ([`Words`]); each system names its own ([`Render::WORDS`]).
 //! - *cluster*: consecutive marks of one kind closer than [`MERGE_GAP_PX`] at the chosen scale,
 //!   drawn as one (deletes show the summed rows; the hover text lists the first events).
 //! - *pause*: a process pause, shaded over the lane from `Paused` to `Resumed`.
@@ -34,6 +34,7 @@ mod html;
 mod layout;
 mod model;
 pub mod palette;
+mod render;
 mod scale;
 mod style;
 mod svg;
@@ -42,6 +43,7 @@ mod words;
 pub use layout::{LANE_GAP_PX, LANE_HEIGHT_PX, LANE_PROBE_X_PX, NAMES_WIDTH_PX};
 pub use model::{CallStyle, Draw, MarkKind, Moment, Stroke};
 pub use palette::{LANE_FILL_EVEN, LANE_FILL_EVEN_RGB, LANE_FILL_ODD, LANE_FILL_ODD_RGB};
+pub use render::{Annotator, Render};
 pub use scale::{DEFAULT_PX_PER_S, MAX_PLOT_WIDTH_PX, MAX_PX_PER_S, MIN_PLOT_WIDTH_PX};
 pub use svg::MERGE_GAP_PX;
 pub use words::{CallWords, MarkWords, Words};
@@ -64,8 +66,7 @@ pub struct TimelineInput<'a> {
     pub lines: &'a [String],
     /// The violation to highlight.
     pub violation: Option<ViolationMark>,
-    /// What the system calls its held bars, call rows and marks ([`Words::RETENTION`] for
-    /// the retention system's words).
+    /// What the system calls its held bars, call rows and marks ([`Render::WORDS`]).
     pub words: &'a Words,
 }
 

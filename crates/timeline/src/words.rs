@@ -10,15 +10,16 @@
 //! - *mark words*: one mark kind's noun (hover: `3 × delete`), legend text, and the templates
 //!   of its count (hover: `5 rows`) and of the label under it (`5`); `{n}` in a template is
 //!   the count. An empty template shows nothing.
-//! - *fallback*: a kind a system leaves out of its `marks` reads as [`Words::RETENTION`] says.
+//! - *fallback*: a kind a system leaves out of its `marks` reads in neutral words (the shared
+//!   renderer's kinds: `rejected call`, `stop called`, ...; the others: `effect`, `renewal`,
+//!   ...).
 //! - *drawn kinds*: the kinds a system says it can draw; when given, the legend lists only
-//!   those (otherwise every kind, as for retention).
+//!   those (otherwise every kind).
 
 use crate::model::MarkKind;
 
-/// One system's texts for a timeline (see the module docs). [`Words::RETENTION`] (also the
-/// [`Default`]) is the retention system's, and the fallback of every kind another system
-/// leaves out.
+/// One system's texts for a timeline (see the module docs); each system names its own
+/// (`leasesim_timeline::Render::WORDS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Words {
     /// Legend text of a held bar, e.g. `lease held, labelled with its fencing token (t7: token
@@ -31,7 +32,7 @@ pub struct Words {
     pub held_lost: &'static str,
     /// The legend's call rows, in legend order.
     pub calls: &'static [CallWords],
-    /// The mark kinds the system names itself; the others fall back to retention's words.
+    /// The mark kinds the system names itself; the others read in neutral words.
     pub marks: &'static [MarkWords],
     /// The mark kinds the system can draw, if it says so: the legend lists only these.
     pub drawn: Option<&'static [MarkKind]>,
@@ -79,47 +80,41 @@ pub(crate) fn fill(template: &str, count: u64) -> String {
     template.replace("{n}", &count.to_string())
 }
 
-/// The retention system's words of every mark kind, in legend order.
-const RETENTION_MARKS: [MarkWords; 17] = {
+/// The words of every mark kind that a system does not name itself, in legend order: what
+/// the shared renderer draws (refusals, losses, stops, restarts, clock jumps) and neutral
+/// nouns for the kinds a system draws.
+const NEUTRAL_MARKS: [MarkWords; 17] = {
     use MarkKind as K;
     let plain = MarkWords::plain;
     [
         MarkWords {
             kind: K::Delete,
-            noun: "delete",
-            legend: "delete applied (rows)",
-            count: "{n} rows",
+            noun: "effect",
+            legend: "effect applied (count)",
+            count: "{n}",
             label: "{n}",
         },
         MarkWords {
             kind: K::StaleDelete,
-            noun: "stale delete",
-            legend: "delete applied with a STALE token",
-            count: "{n} rows",
+            noun: "stale effect",
+            legend: "effect applied with a STALE token",
+            count: "{n}",
             label: "{n}",
         },
         plain(
             K::RefusedDelete,
-            "refused delete",
-            "delete refused: stale token",
+            "refused call",
+            "call refused: stale token",
         ),
-        plain(K::Renewal, "renewal", "renewal (new token)"),
-        plain(
-            K::RenewLost,
-            "renew answered none",
-            "renew answered none: leadership lost",
-        ),
-        plain(K::Release, "release", "release freed the lease"),
+        plain(K::Renewal, "renewal", "renewal"),
+        plain(K::RenewLost, "hold lost", "a renewal found the hold lost"),
+        plain(K::Release, "release", "release"),
         plain(
             K::FreedNothing,
             "release freed nothing",
             "release freed nothing",
         ),
-        plain(
-            K::Takeover,
-            "takeover",
-            "acquire took over an expired lease",
-        ),
+        plain(K::Takeover, "takeover", "took over an expired hold"),
         plain(K::Rejected, "rejected call", "call rejected before apply"),
         plain(K::RequestLost, "lost request", "request lost before apply"),
         plain(K::ReplyLost, "lost reply", "reply lost after apply"),
@@ -127,64 +122,30 @@ const RETENTION_MARKS: [MarkWords; 17] = {
         plain(K::StopResolved, "stop returned", "stop() returned"),
         plain(K::Restarted, "restart", "restarted with a fresh worker"),
         plain(K::ClockJump, "clock jump", "clock jump"),
-        plain(K::Revoked, "revocation", "lease revoked by the authority"),
+        plain(K::Revoked, "revocation", "hold revoked by the service"),
         MarkWords {
             kind: K::Backlog,
-            noun: "backlog check",
-            legend: "backlog check (rows left)",
-            count: "{n} rows left",
-            label: "backlog {n} left",
+            noun: "check",
+            legend: "check as liveness ends (left)",
+            count: "{n} left",
+            label: "{n} left",
         },
     ]
 };
 
 impl Words {
-    /// The retention system's words: the texts every timeline had before systems named their
-    /// own.
-    pub const RETENTION: Words = Words {
-        held: "lease held, labelled with its fencing token (t7: token 7)",
-        held_token: "lease token",
-        held_lost: "renew answered none",
-        calls: &[
-            CallWords {
-                class: "ca",
-                label: "acquire call",
-            },
-            CallWords {
-                class: "cr",
-                label: "renew call",
-            },
-            CallWords {
-                class: "cd",
-                label: "delete call",
-            },
-            CallWords {
-                class: "cl",
-                label: "release call",
-            },
-        ],
-        marks: &RETENTION_MARKS,
-        drawn: None,
-    };
-
-    /// The words of `kind`: the system's own, else retention's.
+    /// The words of `kind`: the system's own, else the neutral ones.
     pub fn mark(&self, kind: MarkKind) -> &MarkWords {
         self.marks
             .iter()
-            .chain(RETENTION_MARKS.iter())
+            .chain(NEUTRAL_MARKS.iter())
             .find(|words| words.kind == kind)
-            .expect("retention's words name every mark kind")
+            .expect("the neutral words name every mark kind")
     }
 
     /// Does the legend list `kind`?
     pub fn lists(&self, kind: MarkKind) -> bool {
         self.drawn.is_none_or(|drawn| drawn.contains(&kind))
-    }
-}
-
-impl Default for Words {
-    fn default() -> Self {
-        Words::RETENTION
     }
 }
 
@@ -194,23 +155,32 @@ mod tests {
     use crate::style::ALL_KINDS;
 
     #[test]
-    fn retention_names_every_kind_once_in_legend_order() {
-        let kinds: Vec<MarkKind> = RETENTION_MARKS.iter().map(|words| words.kind).collect();
+    fn neutral_words_name_every_kind_once_in_legend_order() {
+        let kinds: Vec<MarkKind> = NEUTRAL_MARKS.iter().map(|words| words.kind).collect();
         assert_eq!(kinds, ALL_KINDS);
     }
 
     #[test]
-    fn a_kind_left_out_reads_as_retention_and_drawn_kinds_limit_the_legend() {
+    fn a_kind_left_out_reads_neutral_and_drawn_kinds_limit_the_legend() {
+        const EVERY: Words = Words {
+            held: "claim held",
+            held_token: "claim token",
+            held_lost: "claim lost",
+            calls: &[],
+            marks: &[],
+            drawn: None,
+        };
         const OWN: Words = Words {
             marks: &[MarkWords::plain(MarkKind::Delete, "step", "job step")],
             drawn: Some(&[MarkKind::Delete]),
-            ..Words::RETENTION
+            ..EVERY
         };
         assert_eq!(OWN.mark(MarkKind::Delete).noun, "step");
         assert_eq!(OWN.mark(MarkKind::Delete).count, "");
         assert_eq!(OWN.mark(MarkKind::Release).noun, "release");
         assert!(OWN.lists(MarkKind::Delete) && !OWN.lists(MarkKind::Release));
-        assert!(Words::default().lists(MarkKind::Release));
+        assert!(EVERY.lists(MarkKind::Release));
+        assert_eq!(EVERY.mark(MarkKind::Delete).noun, "effect");
     }
 
     #[test]

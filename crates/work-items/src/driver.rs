@@ -10,11 +10,12 @@
 
 use std::rc::Rc;
 
+use leasesim_events::OpSet;
 use leasesim_events::ReplicaId;
-use leasesim_sim::World;
+use leasesim_sim::{Drive, LocalTask, World};
 use work_items_worker::{RunEnd, RunError, RunReport};
 
-use crate::events::{EndKind, Note, PassCounts, StatusView, WorkItems};
+use crate::events::{EndKind, Note, Op, PassCounts, StatusView, WorkItems};
 
 /// How a `run()` call ended, as a note says it.
 pub fn pass_end(result: &Result<RunReport, RunError>) -> (EndKind, PassCounts, Option<StatusView>) {
@@ -49,7 +50,7 @@ pub fn pass_end(result: &Result<RunReport, RunError>) -> (EndKind, PassCounts, O
 
 /// Calls `run()` on a jittered schedule until a pass reports the run complete or the worker
 /// stopped, or the replica was restarted with a fresh worker (which has a driver of its own).
-pub async fn drive(world: Rc<World<WorkItems>>, replica: ReplicaId) {
+pub async fn run_replica(world: Rc<World<WorkItems>>, replica: ReplicaId) {
     let env = world.env();
     let state = world.replica(replica);
     let Some((worker, generation)) = state.worker() else {
@@ -85,16 +86,32 @@ pub async fn drive(world: Rc<World<WorkItems>>, replica: ReplicaId) {
     }
 }
 
-/// As the liveness phase ends: the store's count and the first item still open.
-pub fn tally(world: &World<WorkItems>) {
-    if !world.profile().system.settle {
-        return;
+/// A replica's loop and the tally as the liveness phase ends.
+impl Drive for WorkItems {
+    /// Every call the core makes: a stop can land while any of them is in flight.
+    const STOP_OPS: &'static [Op] = <Op as OpSet>::ALL;
+    type HealMark = ();
+
+    fn drive(world: Rc<World<WorkItems>>, replica: ReplicaId) -> LocalTask {
+        Box::pin(run_replica(world, replica))
     }
-    let (status, first_open) = {
-        let services = world.services();
-        (services.store.status(), services.store.first_open())
-    };
-    // invariant: an open item is named exactly when one is counted.
-    debug_assert_eq!(status.open > 0, first_open.is_some());
-    world.env().note(Note::Tally { status, first_open });
+
+    fn faults_heal(world: &World<WorkItems>) {
+        let _ = world;
+    }
+
+    /// As the liveness phase ends: the store's count and the first item still open.
+    fn liveness_ends(world: &World<WorkItems>, mark: ()) {
+        let () = mark;
+        if !world.profile().system.settle {
+            return;
+        }
+        let (status, first_open) = {
+            let services = world.services();
+            (services.store.status(), services.store.first_open())
+        };
+        // invariant: an open item is named exactly when one is counted.
+        debug_assert_eq!(status.open > 0, first_open.is_some());
+        world.env().note(Note::Tally { status, first_open });
+    }
 }

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use leasesim_events::{NetFailure, ReplicaId};
 use leasesim_invariants::{Built, Readback};
-use leasesim_sim::{Port, World};
+use leasesim_sim::{LocalTask, Port, WorkerInfo, Workers, World, catalogue};
 use work_items_worker::{
     ApplyAck, ClaimError, Clock, Effect, IdempotencyKey, ItemError, ItemId, ItemWorker, Lease,
     Lookup, Provider, ProviderAck, ProviderError, RunError, RunReport, RunStatus, Step, Store,
@@ -503,15 +503,53 @@ macro_rules! replica_of {
 
 replica_of!(SimClock, SimStore, SimProvider);
 
-/// The ports of `replica`, built on the world.
-pub fn ports_of(world: &Rc<World<WorkItems>>, replica: ReplicaId) -> WorkerPorts {
-    let port = Port::new(world.clone(), replica);
-    WorkerPorts {
-        replica,
-        owner_id: replica.owner_id(),
-        config: world.profile().system.worker.clone(),
-        clock: SimClock(port.clone()),
-        store: SimStore(port.clone()),
-        provider: SimProvider(port),
+/// The work-items workers: the production core and the defective ones, on the world's ports.
+impl Workers for WorkItems {
+    type Worker = dyn WorkerUnderTest;
+    type Ports = WorkerPorts;
+
+    /// The ports of `replica`, built on the world.
+    fn ports(world: &Rc<World<WorkItems>>, replica: ReplicaId) -> WorkerPorts {
+        let port = Port::new(world.clone(), replica);
+        WorkerPorts {
+            replica,
+            owner_id: replica.owner_id(),
+            config: world.profile().system.worker.clone(),
+            clock: SimClock(port.clone()),
+            store: SimStore(port.clone()),
+            provider: SimProvider(port),
+        }
+    }
+
+    fn stop(worker: Rc<dyn WorkerUnderTest>) -> LocalTask {
+        Box::pin(async move { worker.stop().await })
+    }
+
+    /// Every worker of the system: `correct` (the production core) first.
+    fn workers() -> Vec<WorkerInfo> {
+        catalogue(
+            "the production worker core (work-items-worker)",
+            crate::defects::DEFECTS,
+        )
+    }
+
+    /// The factory of a worker by name: `correct`, or any name in [`crate::defects::DEFECTS`].
+    fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
+        if name == "correct" {
+            return Some(Rc::new(correct_worker));
+        }
+        let info = crate::defects::DEFECTS
+            .iter()
+            .find(|d| d.info.name == name)?
+            .info;
+        let name = info.name;
+        Some(Rc::new(move |ports: WorkerPorts| {
+            let parts = (ports.clock, ports.store, ports.provider);
+            let worker =
+                crate::defects::DefectiveWorker::named(name, ports.owner_id, ports.config, parts)
+                    .expect("a catalogued name")
+                    .expect("scenario loading validated the worker configuration");
+            Rc::new(worker) as Rc<dyn WorkerUnderTest>
+        }))
     }
 }

@@ -19,8 +19,9 @@
 //! legend and hover texts name them in this system's words ([`TIMELINE_WORDS`]): a held bar
 //! is a claim on an item, the call rows are claims, renewals, end marks and effects.
 
-use leasesim_sim::Annotator;
-use leasesim_timeline::{CallStyle, CallWords, Draw, MarkKind, MarkWords, Words};
+use leasesim_timeline::{
+    Annotator, CallStyle, CallWords, Draw, MarkKind, MarkWords, Render, Words,
+};
 
 use crate::events::{
     Answer, Applied, ClockMs, EndKind, ErrorCode, Event, EventKind, ItemState, ItemView, Key,
@@ -84,48 +85,188 @@ fn status_text(status: &StatusView) -> String {
     )
 }
 
-pub fn request_text(request: &Request) -> String {
-    match *request {
-        Request::Find { after: None } => "next_claimable".into(),
-        Request::Find { after: Some(item) } => format!("next_claimable after={item}"),
-        Request::Claim { item, lease_ms, .. } => format!("claim item={item} lease={lease_ms}ms"),
-        Request::Renew {
-            item,
-            token,
-            lease_ms,
-            ..
-        } => format!("renew_if_owner item={item} token={token} lease={lease_ms}ms"),
-        Request::Apply {
-            item, token, chunk, ..
-        } => format!("apply_if_owner item={item} chunk={chunk} token={token}"),
-        Request::Done { item, token, .. } => {
-            format!("mark_done_if_owner item={item} token={token}")
+/// How work-items events read in a trace and draw on a timeline.
+impl Render for WorkItems {
+    const WORDS: &'static Words = &TIMELINE_WORDS;
+    type Annotator = Handovers;
+
+    fn request_text(request: &Request) -> String {
+        match *request {
+            Request::Find { after: None } => "next_claimable".into(),
+            Request::Find { after: Some(item) } => format!("next_claimable after={item}"),
+            Request::Claim { item, lease_ms, .. } => {
+                format!("claim item={item} lease={lease_ms}ms")
+            }
+            Request::Renew {
+                item,
+                token,
+                lease_ms,
+                ..
+            } => format!("renew_if_owner item={item} token={token} lease={lease_ms}ms"),
+            Request::Apply {
+                item, token, chunk, ..
+            } => format!("apply_if_owner item={item} chunk={chunk} token={token}"),
+            Request::Done { item, token, .. } => {
+                format!("mark_done_if_owner item={item} token={token}")
+            }
+            Request::Release {
+                item, token, error, ..
+            } => format!(
+                "release_if_owner item={item} token={token} error={}",
+                error_text(error)
+            ),
+            Request::Fail {
+                item, token, error, ..
+            } => format!(
+                "fail_if_owner item={item} token={token} error={}",
+                error_text(error)
+            ),
+            Request::Status => "status".into(),
+            Request::ProviderApply { item, key } => {
+                format!("provider_apply item={item} key={}", key_text(key))
+            }
+            Request::Lookup { key } => format!("provider_lookup key={}", key_text(key)),
+            Request::PlainClaim { item, lease_ms, .. } => {
+                format!("write_owner item={item} lease={lease_ms}ms (plain write, no condition)")
+            }
+            Request::UnguardedApply {
+                item, token, chunk, ..
+            } => format!("apply item={item} chunk={chunk} token={token} (no token predicate)"),
+            Request::UnguardedDone { item, token, .. } => {
+                format!("mark_done item={item} token={token} (no owner check)")
+            }
         }
-        Request::Release {
-            item, token, error, ..
-        } => format!(
-            "release_if_owner item={item} token={token} error={}",
-            error_text(error)
-        ),
-        Request::Fail {
-            item, token, error, ..
-        } => format!(
-            "fail_if_owner item={item} token={token} error={}",
-            error_text(error)
-        ),
-        Request::Status => "status".into(),
-        Request::ProviderApply { item, key } => {
-            format!("provider_apply item={item} key={}", key_text(key))
+    }
+
+    fn applied_text(applied: &Applied) -> String {
+        match *applied {
+            Applied::Found { item: Some(item) } => format!("found item {item}"),
+            Applied::Found { item: None } => "nothing claimable".into(),
+            Applied::Claimed {
+                item,
+                token,
+                expires_at_ms,
+                attempt,
+                chunks,
+                prior,
+            } => format!(
+                "claimed item {item}: token={token} expires={} attempt {attempt}, {chunks} chunk(s){}",
+                clock(expires_at_ms),
+                prior_text(prior)
+            ),
+            Applied::Busy { item, token } => format!("busy: item {item} has live token {token}"),
+            Applied::Closed { item, state } => {
+                format!("closed: item {item} is {}", state_name(state))
+            }
+            Applied::Status(status) => format!("status: {}", status_text(&status)),
+            Applied::ProviderApplied { .. }
+            | Applied::ProviderDuplicate { .. }
+            | Applied::ProviderRefused { .. }
+            | Applied::LookedUp { .. } => provider_text(applied),
+            _ => write_text(applied),
         }
-        Request::Lookup { key } => format!("provider_lookup key={}", key_text(key)),
-        Request::PlainClaim { item, lease_ms, .. } => {
-            format!("write_owner item={item} lease={lease_ms}ms (plain write, no condition)")
+    }
+
+    fn answer_text(answer: &Answer) -> String {
+        match answer {
+            Answer::Found(Some(item)) => format!("item {item}"),
+            Answer::Found(None) => "none".into(),
+            Answer::Claimed(lease) => format!(
+                "lease item={} token={} attempt={} chunks={}",
+                lease.item, lease.token, lease.attempt, lease.chunks
+            ),
+            Answer::Busy => "busy".into(),
+            Answer::Closed => "closed".into(),
+            Answer::Renewed { expires_at_ms } => format!("renewed to {}", clock(*expires_at_ms)),
+            Answer::Applied { fresh: true } => "applied".into(),
+            Answer::Applied { fresh: false } => "already applied".into(),
+            Answer::Ok => "ok".into(),
+            Answer::LeaseLost => "LEASE LOST".into(),
+            Answer::Status(status) => status_text(status),
+            Answer::Provider(ProviderView::Applied) => "applied".into(),
+            Answer::Provider(ProviderView::Duplicate) => "duplicate (already applied)".into(),
+            Answer::Provider(ProviderView::Refused) => "refused for good".into(),
+            Answer::Lookup(found) => lookup_name(*found).into(),
+            Answer::Failed(leasesim_events::NetFailure::Rejected) => "error: rejected".into(),
+            Answer::Failed(leasesim_events::NetFailure::Timeout) => "error: timeout".into(),
         }
-        Request::UnguardedApply {
-            item, token, chunk, ..
-        } => format!("apply item={item} chunk={chunk} token={token} (no token predicate)"),
-        Request::UnguardedDone { item, token, .. } => {
-            format!("mark_done item={item} token={token} (no owner check)")
+    }
+
+    fn note_text(note: &Note) -> String {
+        match note {
+            Note::PassStarted { pass } => format!("run() pass {pass} begins"),
+            Note::PassEnded {
+                pass,
+                end,
+                counts,
+                status,
+            } => {
+                let store =
+                    status.map_or(String::new(), |s| format!("; store: {}", status_text(&s)));
+                format!(
+                    "run() pass {pass} ends: {} [{}]{store}",
+                    end_name(*end),
+                    counts_text(counts)
+                )
+            }
+            Note::Tally { status, first_open } => {
+                let first = first_open.map_or(String::new(), |open| {
+                    format!("; first open: item {} {}", open.item, view_text(&open.view))
+                });
+                format!("tally: {}{first}", status_text(status))
+            }
+            Note::Construction(finding) => format!("** construction: {finding}"),
+        }
+    }
+
+    fn note_name(note: &Note) -> &'static str {
+        match note {
+            Note::PassStarted { .. } => "pass-started",
+            Note::PassEnded { .. } => "pass-ended",
+            Note::Tally { .. } => "tally",
+            Note::Construction(_) => "construction",
+        }
+    }
+
+    fn answer_is_error(answer: &Answer) -> bool {
+        matches!(answer, Answer::LeaseLost | Answer::Failed(_))
+    }
+
+    /// How the calls are drawn: claims and reads on the first row, renewals on the second, end
+    /// marks on the third, effects (chunks, provider) on the last.
+    fn call_style(op: Op) -> CallStyle {
+        let (row, class) = match op {
+            Op::Find | Op::Claim | Op::Status => (0, "ca"),
+            Op::Renew => (1, "cr"),
+            Op::Done | Op::Release | Op::Fail => (2, "cl"),
+            Op::Apply | Op::Provider | Op::Lookup => (3, "cd"),
+        };
+        CallStyle {
+            row,
+            class,
+            name: op_name(op),
+        }
+    }
+
+    /// What the system's parts of an event draw (see the module docs).
+    fn draws(event: &Event, out: &mut Vec<Draw>) {
+        let mark = |kind, rows| Draw::Mark { kind, rows };
+        match event.kind {
+            EventKind::Applied { applied, .. } => out.extend(applied_mark(&applied)),
+            EventKind::Answered { answer, .. } => match answer {
+                Answer::Claimed(lease) => out.push(Draw::HoldStart { token: lease.token }),
+                Answer::Ok => out.push(Draw::HoldEnd { lost: false }),
+                Answer::LeaseLost => {
+                    out.push(mark(MarkKind::RenewLost, 0));
+                    out.push(Draw::HoldEnd { lost: true });
+                }
+                _ => {}
+            },
+            EventKind::Note(Note::PassEnded { .. }) => out.push(Draw::HoldEnd { lost: false }),
+            EventKind::Note(Note::Tally { status, .. }) => {
+                out.push(mark(MarkKind::Backlog, u64::from(status.open)));
+            }
+            _ => {}
         }
     }
 }
@@ -157,33 +298,6 @@ fn mark_name(mark: Mark) -> &'static str {
         Mark::Done => "done",
         Mark::Released => "released",
         Mark::Failed => "failed",
-    }
-}
-
-pub fn applied_text(applied: &Applied) -> String {
-    match *applied {
-        Applied::Found { item: Some(item) } => format!("found item {item}"),
-        Applied::Found { item: None } => "nothing claimable".into(),
-        Applied::Claimed {
-            item,
-            token,
-            expires_at_ms,
-            attempt,
-            chunks,
-            prior,
-        } => format!(
-            "claimed item {item}: token={token} expires={} attempt {attempt}, {chunks} chunk(s){}",
-            clock(expires_at_ms),
-            prior_text(prior)
-        ),
-        Applied::Busy { item, token } => format!("busy: item {item} has live token {token}"),
-        Applied::Closed { item, state } => format!("closed: item {item} is {}", state_name(state)),
-        Applied::Status(status) => format!("status: {}", status_text(&status)),
-        Applied::ProviderApplied { .. }
-        | Applied::ProviderDuplicate { .. }
-        | Applied::ProviderRefused { .. }
-        | Applied::LookedUp { .. } => provider_text(applied),
-        _ => write_text(applied),
     }
 }
 
@@ -267,31 +381,6 @@ fn lookup_name(found: LookupView) -> &'static str {
     }
 }
 
-pub fn answer_text(answer: &Answer) -> String {
-    match answer {
-        Answer::Found(Some(item)) => format!("item {item}"),
-        Answer::Found(None) => "none".into(),
-        Answer::Claimed(lease) => format!(
-            "lease item={} token={} attempt={} chunks={}",
-            lease.item, lease.token, lease.attempt, lease.chunks
-        ),
-        Answer::Busy => "busy".into(),
-        Answer::Closed => "closed".into(),
-        Answer::Renewed { expires_at_ms } => format!("renewed to {}", clock(*expires_at_ms)),
-        Answer::Applied { fresh: true } => "applied".into(),
-        Answer::Applied { fresh: false } => "already applied".into(),
-        Answer::Ok => "ok".into(),
-        Answer::LeaseLost => "LEASE LOST".into(),
-        Answer::Status(status) => status_text(status),
-        Answer::Provider(ProviderView::Applied) => "applied".into(),
-        Answer::Provider(ProviderView::Duplicate) => "duplicate (already applied)".into(),
-        Answer::Provider(ProviderView::Refused) => "refused for good".into(),
-        Answer::Lookup(found) => lookup_name(*found).into(),
-        Answer::Failed(leasesim_events::NetFailure::Rejected) => "error: rejected".into(),
-        Answer::Failed(leasesim_events::NetFailure::Timeout) => "error: timeout".into(),
-    }
-}
-
 fn end_name(end: EndKind) -> &'static str {
     match end {
         EndKind::StoppedBeforeStart => "stopped-before-start",
@@ -319,41 +408,6 @@ fn counts_text(counts: &PassCounts) -> String {
     match parts.is_empty() {
         true => "no claim".into(),
         false => parts.join(", "),
-    }
-}
-
-pub fn note_text(note: &Note) -> String {
-    match note {
-        Note::PassStarted { pass } => format!("run() pass {pass} begins"),
-        Note::PassEnded {
-            pass,
-            end,
-            counts,
-            status,
-        } => {
-            let store = status.map_or(String::new(), |s| format!("; store: {}", status_text(&s)));
-            format!(
-                "run() pass {pass} ends: {} [{}]{store}",
-                end_name(*end),
-                counts_text(counts)
-            )
-        }
-        Note::Tally { status, first_open } => {
-            let first = first_open.map_or(String::new(), |open| {
-                format!("; first open: item {} {}", open.item, view_text(&open.view))
-            });
-            format!("tally: {}{first}", status_text(status))
-        }
-        Note::Construction(finding) => format!("** construction: {finding}"),
-    }
-}
-
-pub fn note_name(note: &Note) -> &'static str {
-    match note {
-        Note::PassStarted { .. } => "pass-started",
-        Note::PassEnded { .. } => "pass-ended",
-        Note::Tally { .. } => "tally",
-        Note::Construction(_) => "construction",
     }
 }
 
@@ -404,44 +458,6 @@ impl Annotator<WorkItems> for Handovers {
             )),
             _ => None,
         }
-    }
-}
-
-/// How the calls are drawn: claims and reads on the first row, renewals on the second, end
-/// marks on the third, effects (chunks, provider) on the last.
-pub fn call_style(op: Op) -> CallStyle {
-    let (row, class) = match op {
-        Op::Find | Op::Claim | Op::Status => (0, "ca"),
-        Op::Renew => (1, "cr"),
-        Op::Done | Op::Release | Op::Fail => (2, "cl"),
-        Op::Apply | Op::Provider | Op::Lookup => (3, "cd"),
-    };
-    CallStyle {
-        row,
-        class,
-        name: op_name(op),
-    }
-}
-
-/// What the system's parts of an event draw (see the module docs).
-pub fn draws(event: &Event, out: &mut Vec<Draw>) {
-    let mark = |kind, rows| Draw::Mark { kind, rows };
-    match event.kind {
-        EventKind::Applied { applied, .. } => out.extend(applied_mark(&applied)),
-        EventKind::Answered { answer, .. } => match answer {
-            Answer::Claimed(lease) => out.push(Draw::HoldStart { token: lease.token }),
-            Answer::Ok => out.push(Draw::HoldEnd { lost: false }),
-            Answer::LeaseLost => {
-                out.push(mark(MarkKind::RenewLost, 0));
-                out.push(Draw::HoldEnd { lost: true });
-            }
-            _ => {}
-        },
-        EventKind::Note(Note::PassEnded { .. }) => out.push(Draw::HoldEnd { lost: false }),
-        EventKind::Note(Note::Tally { status, .. }) => {
-            out.push(mark(MarkKind::Backlog, u64::from(status.open)));
-        }
-        _ => {}
     }
 }
 

@@ -9,7 +9,7 @@
 //!   instant, so a trace (and a checker) can tell a stale write from a current one.
 
 use leasesim_events::ReplicaId;
-use leasesim_sim::{FaultProfile, Scenario, World};
+use leasesim_sim::{Apply, FaultProfile, Scenario, World};
 
 use crate::events::{Answer, Applied, Key, LeaseView, Mark, ProviderView, Request, WorkItems};
 use crate::provider::ExternalProvider;
@@ -22,9 +22,12 @@ pub struct Services {
     pub provider: ExternalProvider,
 }
 
-impl Services {
+/// The work-items services: the item store and the external provider.
+impl Apply for WorkItems {
+    type Services = Services;
+
     /// The run's items as drawn (every item pending), and a provider that has seen nothing.
-    pub fn new(scenario: &Scenario<WorkItems>, profile: &FaultProfile<WorkItems>) -> Services {
+    fn services(scenario: &Scenario<WorkItems>, profile: &FaultProfile<WorkItems>) -> Services {
         let drawn = &profile.system;
         let store = ItemStore::new(&drawn.sizes, drawn.fencing);
         let provider = ExternalProvider::new(store.len());
@@ -32,23 +35,23 @@ impl Services {
         debug_assert_eq!(store.len(), scenario.settings.items.count);
         Services { store, provider }
     }
-}
 
-/// Applies a request of `replica` at the services, now.
-pub fn apply(world: &World<WorkItems>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
-    let applied = match request {
-        Request::ProviderApply { item, key } => provider_apply(world, item, key),
-        Request::Lookup { key } => {
-            let found = world.services().provider.lookup(key);
-            Applied::LookedUp { key, found }
-        }
-        store_request => {
-            let now_ms = world.service_now_ms();
-            apply_at(&mut world.services().store, replica, store_request, now_ms)
-                .expect("every request but the provider's is a store request")
-        }
-    };
-    (applied, answer_of(&applied))
+    /// Applies a request of `replica` at the services, now.
+    fn apply(world: &World<WorkItems>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
+        let applied = match request {
+            Request::ProviderApply { item, key } => provider_apply(world, item, key),
+            Request::Lookup { key } => {
+                let found = world.services().provider.lookup(key);
+                Applied::LookedUp { key, found }
+            }
+            store_request => {
+                let now_ms = world.service_now_ms();
+                apply_at(&mut world.services().store, replica, store_request, now_ms)
+                    .expect("every request but the provider's is a store request")
+            }
+        };
+        (applied, answer_of(&applied))
+    }
 }
 
 /// Applies `replica`'s store request to `store` at store time `now_ms`: what the store did

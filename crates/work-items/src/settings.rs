@@ -20,7 +20,7 @@ use std::fmt;
 
 use leasesim_invariants::{SettingsRule, SettingsRules};
 use leasesim_sim::scenario::{MAX_SPAN_MS, Probability, whole_field};
-use leasesim_sim::{Env, Scale, ScenarioError, SystemPart};
+use leasesim_sim::{Env, Scale, ScenarioError, Setup, SystemPart};
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
 use toml::Spanned;
@@ -321,26 +321,103 @@ const WORKER_RULES: &[SettingsRule<WorkerConfig>] = &[
     at_least!("deadline-positive", deadline_ms, 1),
 ];
 
-/// Checks the work-items part of a scenario file.
-pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
-    let file: SettingsFile = part.deserialize()?;
-    let items = file.items;
-    // invariant: the fields' bounds make every item section a dispatcher can create.
-    debug_assert!((1..=MAX_ITEMS).contains(&items.count));
-    debug_assert!(1 <= items.chunks[0] && items.chunks[0] <= items.chunks[1]);
-    debug_assert!(items.chunks[1] <= MAX_CHUNKS);
-    let (worker, worker_span) = split(file.worker);
-    let config = worker.config();
-    config
-        .validate()
-        .map_err(|err| part.error_at(worker_span, &format!("[worker]: {err}")))?;
-    Ok(Settings {
-        items,
-        worker: config,
-        store: file.store,
-        settle: file.settle,
-        provider_refuses: file.faults.provider_refuses,
-    })
+/// The work-items part of a scenario, and what a run draws from it.
+impl Setup for WorkItems {
+    const KEYS: &'static [&'static str] = &["items", "worker", "store", "settle"];
+    const FAULT_KEYS: &'static [&'static str] = &["provider_refuses"];
+    type Settings = Settings;
+    type Drawn = Drawn;
+
+    /// Checks the work-items part of a scenario file.
+    fn settings(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
+        let file: SettingsFile = part.deserialize()?;
+        let items = file.items;
+        // invariant: the fields' bounds make every item section a dispatcher can create.
+        debug_assert!((1..=MAX_ITEMS).contains(&items.count));
+        debug_assert!(1 <= items.chunks[0] && items.chunks[0] <= items.chunks[1]);
+        debug_assert!(items.chunks[1] <= MAX_CHUNKS);
+        let (worker, worker_span) = split(file.worker);
+        let config = worker.config();
+        config
+            .validate()
+            .map_err(|err| part.error_at(worker_span, &format!("[worker]: {err}")))?;
+        Ok(Settings {
+            items,
+            worker: config,
+            store: file.store,
+            settle: file.settle,
+            provider_refuses: file.faults.provider_refuses,
+        })
+    }
+
+    fn check_scenario(
+        scenario: &leasesim_sim::Scenario<WorkItems>,
+    ) -> Result<(), (&'static str, String)> {
+        crate::bounds::check(scenario)
+    }
+
+    fn draw(
+        scenario: &leasesim_sim::Scenario<WorkItems>,
+        env: &dyn Env<WorkItems>,
+        scale: &Scale<'_>,
+    ) -> Drawn {
+        draw_items(&scenario.settings, env, scale)
+    }
+
+    /// Header lines of the drawn part (a fault that is off is left out).
+    fn describe(drawn: &Drawn) -> Vec<String> {
+        let chunks: u64 = drawn.sizes.iter().map(|&s| u64::from(s)).sum();
+        let smallest = drawn.sizes.iter().min().copied().unwrap_or(0);
+        let largest = drawn.sizes.iter().max().copied().unwrap_or(0);
+        let w = &drawn.worker;
+        let mut lines = vec![
+            format!(
+                "items: {} of {smallest}..{largest} chunks ({chunks} chunks in all)",
+                drawn.sizes.len()
+            ),
+            format!(
+                "worker: lease {}ms, renew every {}ms, {} attempts, {} retries, backoff {}..{}ms, \
+             deadline {}ms",
+                w.lease_ms,
+                w.renew_every_ms,
+                w.max_attempts,
+                w.max_retries,
+                w.backoff_ms,
+                w.backoff_cap_ms,
+                w.deadline_ms
+            ),
+        ];
+        if drawn.provider_refuses > 0.0 {
+            let p = leasesim_sim::faults::probability_text(drawn.provider_refuses);
+            lines.push(format!("provider-refuses: p={p} per item"));
+        }
+        if !drawn.fencing {
+            lines.push("store fencing: OFF (applies and done-marks are not checked)".into());
+        }
+        if !drawn.settle {
+            lines.push("settle: not required".into());
+        }
+        lines
+    }
+
+    fn shrink_moves() -> &'static [(&'static str, &'static str)] {
+        &[
+            ("faults.provider_refuses", "0"),
+            ("items.count", "1"),
+            ("items.count", "2"),
+            ("items.count", "4"),
+            ("items.chunks", "[1, 1]"),
+            ("items.chunks", "[2, 2]"),
+        ]
+    }
+
+    fn shrink_end_moves() -> &'static [(&'static str, &'static str)] {
+        &[("settle", "false")]
+    }
+
+    fn faults_on(settings: &Settings) -> usize {
+        usize::from(settings.provider_refuses.get() > 0.0)
+    }
 }
 
 /// What one run drew.
@@ -359,7 +436,7 @@ pub struct Drawn {
 
 /// Draws the system's part of a run's profile (after the shared part): the item sizes
 /// (value 0: the smallest) and the provider's refusals (scaled by swarm).
-pub fn draw(settings: &Settings, env: &dyn Env<WorkItems>, scale: &Scale<'_>) -> Drawn {
+pub fn draw_items(settings: &Settings, env: &dyn Env<WorkItems>, scale: &Scale<'_>) -> Drawn {
     let [min, max] = settings.items.chunks;
     let sizes: Vec<u32> = (0..settings.items.count)
         .map(|_| {
@@ -380,40 +457,4 @@ pub fn draw(settings: &Settings, env: &dyn Env<WorkItems>, scale: &Scale<'_>) ->
     debug_assert!(drawn.sizes.iter().all(|&s| (min..=max).contains(&s)));
     debug_assert!(drawn.provider_refuses <= settings.provider_refuses.get());
     drawn
-}
-
-/// Header lines of the drawn part (a fault that is off is left out).
-pub fn describe(drawn: &Drawn) -> Vec<String> {
-    let chunks: u64 = drawn.sizes.iter().map(|&s| u64::from(s)).sum();
-    let smallest = drawn.sizes.iter().min().copied().unwrap_or(0);
-    let largest = drawn.sizes.iter().max().copied().unwrap_or(0);
-    let w = &drawn.worker;
-    let mut lines = vec![
-        format!(
-            "items: {} of {smallest}..{largest} chunks ({chunks} chunks in all)",
-            drawn.sizes.len()
-        ),
-        format!(
-            "worker: lease {}ms, renew every {}ms, {} attempts, {} retries, backoff {}..{}ms, \
-             deadline {}ms",
-            w.lease_ms,
-            w.renew_every_ms,
-            w.max_attempts,
-            w.max_retries,
-            w.backoff_ms,
-            w.backoff_cap_ms,
-            w.deadline_ms
-        ),
-    ];
-    if drawn.provider_refuses > 0.0 {
-        let p = leasesim_sim::faults::probability_text(drawn.provider_refuses);
-        lines.push(format!("provider-refuses: p={p} per item"));
-    }
-    if !drawn.fencing {
-        lines.push("store fencing: OFF (applies and done-marks are not checked)".into());
-    }
-    if !drawn.settle {
-        lines.push("settle: not required".into());
-    }
-    lines
 }

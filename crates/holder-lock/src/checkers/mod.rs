@@ -45,6 +45,9 @@ use report::AttemptReport;
 use stop::{Liveness, StopJoins, StopQuiesces};
 use tokens::{FreshToken, OwnToken};
 
+use leasesim_invariants::Judged;
+use leasesim_sim::{Checks, FaultProfile, Scenario};
+
 use crate::HolderLock;
 
 /// `stop-prompt`: the shared checker (a stopping worker waits on no timer).
@@ -137,6 +140,43 @@ leasesim_invariants::invariants! {
         "once faults heal, attempts end within the bound (also those running at \
          healing) and every stop() returns",
         Liveness::new;
+}
+
+impl Judged for HolderLock {
+    type Invariant = Invariant;
+    type Situation = Situation;
+    type Facts = Facts;
+}
+
+/// The checker configuration of one run: what it drew and the scenario's bound.
+pub fn check_config(
+    scenario: &Scenario<HolderLock>,
+    profile: &FaultProfile<HolderLock>,
+) -> CheckConfig {
+    CheckConfig {
+        renewal: profile.system.claim.renew_every_ms.is_some(),
+        attempt_bound_ms: scenario.settings.attempt_bound_ms,
+        trusted_ms: profile.system.claim.trusted_ms(),
+        drift_ppm: profile.clocks.iter().map(|c| c.drift_ppm).collect(),
+    }
+}
+
+/// The holder-lock checkers of one run, judging against what it drew.
+impl Checks for HolderLock {
+    type Checker = AnyChecker;
+    type Coverage = Coverage;
+
+    fn checkers(
+        scenario: &Scenario<HolderLock>,
+        profile: &FaultProfile<HolderLock>,
+        invariants: &[Invariant],
+    ) -> Vec<AnyChecker> {
+        let config = check_config(scenario, profile);
+        invariants
+            .iter()
+            .map(|&invariant| AnyChecker::new(invariant, &config))
+            .collect()
+    }
 }
 
 /// The checkers of the given invariants (duplicates dropped), fed in the system's order.

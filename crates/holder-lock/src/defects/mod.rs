@@ -23,17 +23,12 @@ pub mod flaws;
 #[cfg(test)]
 mod faithful;
 
-use std::rc::Rc;
-
 use futures::future::LocalBoxFuture;
 use holder_lock_worker::{AttemptReport, RunError};
 use leasesim_events::ReplicaId;
-use leasesim_sim::{Defect, WorkerInfo, catalogue};
+use leasesim_sim::{Defect, WorkerInfo};
 
-use crate::ports::{
-    HolderPorts, SimClock, SimJob, SimStore, SimTokens, WorkerFactory, WorkerUnderTest,
-    correct_worker,
-};
+use crate::ports::{HolderPorts, SimClock, SimJob, SimStore, SimTokens, WorkerUnderTest};
 use engine::Engine;
 use flaws::{Flaws, ReleaseFlaw, TokenFlaw, TrustFlaw};
 
@@ -141,26 +136,9 @@ pub const DEFECTS: &[Defect<FlawsOf>] = &[
     },
 ];
 
-/// Every worker of the system: `correct` (the production core) first.
-pub fn workers() -> Vec<WorkerInfo> {
-    catalogue("the production worker core (holder-lock-worker)", DEFECTS)
-}
-
 /// The engine with `flaws` on one replica's ports.
 pub fn engine_of(ports: HolderPorts, flaws: Flaws) -> SimEngine {
     let parts = (ports.clock, ports.store, ports.tokens, ports.job);
     Engine::new(ports.config, parts, flaws)
         .expect("scenario loading validated the claim configuration")
-}
-
-/// The factory of a worker by name: `correct`, or any name in [`DEFECTS`].
-pub fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
-    if name == "correct" {
-        return Some(Rc::new(correct_worker));
-    }
-    let flaws_of = DEFECTS.iter().find(|d| d.info.name == name)?.build;
-    Some(Rc::new(move |ports: HolderPorts| {
-        let flaws = flaws_of(ports.replica);
-        Rc::new(engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
-    }))
 }

@@ -75,7 +75,9 @@ pub fn builtin_scenario(name: &str) -> Rc<Scenario> {
 }
 
 /// A builtin scenario of system `S` by name (panics on an unknown name or another system's).
-pub fn builtin_scenario_of<S: System>(name: &str) -> Rc<leasesim_sim::Scenario<S>> {
+pub fn builtin_scenario_of<S: System + leasesim::Render>(
+    name: &str,
+) -> Rc<leasesim_sim::Scenario<S>> {
     let scenario = resolve_typed::<S>(name)
         .unwrap_or_else(|err| panic!("builtin {} scenario `{name}`: {err}", S::NAME));
     Rc::new(scenario)

@@ -13,7 +13,7 @@ use leasesim_retention::events::{Event, Stamped};
 use leasesim_retention::{Retention, WorkerFactory, correct_worker, parse_scenario};
 use leasesim_rt::SimConfig;
 use leasesim_sim::simulate;
-use leasesim_timeline::{TimelineInput, ViolationMark, Words};
+use leasesim_timeline::{Render, TimelineInput, ViolationMark};
 
 /// Two replicas, a few seconds, a rejected renewal now and then and short pauses.
 pub const SMALL_SCENARIO: &str = r#"
@@ -160,7 +160,7 @@ pub fn render(
         strokes: &strokes,
         lines: &lines,
         violation,
-        words: &Words::RETENTION,
+        words: <leasesim_retention::Retention as Render>::WORDS,
     };
     leasesim_timeline::render_html(&input)
 }

@@ -10,8 +10,10 @@
 
 use leasesim_events::{EPOCH_MS, EventKind, Stamped, mask};
 use leasesim_invariants::{
-    At, Checker, Coverage, PerReplica, SituationName, SituationSet, Violation,
+    At, Checker, Coverage, Judged, PerReplica, SituationName, SituationSet, Violation,
 };
+
+use leasesim_sim::{Checks, FaultProfile, Scenario};
 
 use super::events::{Answer, Applied, CLAIM_NOTES, Event, Note, ROUND_NOTES, Request, Toy};
 
@@ -232,5 +234,29 @@ impl Coverage<Toy> for ToyCoverage {
 
     fn reached(&self) -> SituationSet<Situation> {
         self.reached
+    }
+}
+
+impl Judged for Toy {
+    type Invariant = Invariant;
+    type Situation = Situation;
+    type Facts = ();
+}
+
+/// The toy's checkers of one run (they need nothing of what it drew).
+impl Checks for Toy {
+    type Checker = AnyChecker;
+    type Coverage = ToyCoverage;
+
+    fn checkers(
+        scenario: &Scenario<Toy>,
+        profile: &FaultProfile<Toy>,
+        invariants: &[Invariant],
+    ) -> Vec<AnyChecker> {
+        let _ = (scenario, profile);
+        invariants
+            .iter()
+            .map(|&i| AnyChecker::new(i, &()))
+            .collect()
     }
 }

@@ -13,9 +13,9 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use leasesim_events::ReplicaId;
-use leasesim_sim::{Port, WorkerFactory, WorkerInfo, World};
+use leasesim_sim::{Drive, LocalTask, Port, WorkerFactory, WorkerInfo, Workers, World};
 
-use super::events::{Answer, Note, Request, RoundEnd, Toy};
+use super::events::{Answer, Note, Op, Request, RoundEnd, Toy};
 use super::worker::{Bumper, CallError, CounterPort, Flaw};
 
 /// What a toy worker is built from.
@@ -63,10 +63,37 @@ impl<P: CounterPort> ToyWorker for Bumper<P> {
     }
 }
 
-/// The ports of `replica`, built on the world.
-pub fn ports_of(world: &Rc<World<Toy>>, replica: ReplicaId) -> ToyPorts {
-    ToyPorts {
-        counter: SimCounter(Port::new(world.clone(), replica)),
+/// The toy's workers on the world's port.
+impl Workers for Toy {
+    type Worker = dyn ToyWorker;
+    type Ports = ToyPorts;
+
+    /// The ports of `replica`, built on the world.
+    fn ports(world: &Rc<World<Toy>>, replica: ReplicaId) -> ToyPorts {
+        ToyPorts {
+            counter: SimCounter(Port::new(world.clone(), replica)),
+        }
+    }
+
+    fn stop(worker: Rc<dyn ToyWorker>) -> LocalTask {
+        Box::pin(async move { worker.stop().await })
+    }
+
+    fn workers() -> Vec<WorkerInfo> {
+        WORKERS.to_vec()
+    }
+
+    /// The factory of the worker called `name`.
+    fn factory(name: &str) -> Option<Rc<WorkerFactory<Toy>>> {
+        let flaw = match name {
+            "correct" => None,
+            "blind-bump" => Some(Flaw::BlindBump),
+            "double-bump" => Some(Flaw::DoubleBump),
+            _ => return None,
+        };
+        Some(Rc::new(move |ports: ToyPorts| {
+            Rc::new(Bumper::new(ports.counter, flaw)) as Rc<dyn ToyWorker>
+        }))
     }
 }
 
@@ -89,22 +116,9 @@ pub const WORKERS: &[WorkerInfo] = &[
     },
 ];
 
-/// The factory of the worker called `name`.
-pub fn factory(name: &str) -> Option<Rc<WorkerFactory<Toy>>> {
-    let flaw = match name {
-        "correct" => None,
-        "blind-bump" => Some(Flaw::BlindBump),
-        "double-bump" => Some(Flaw::DoubleBump),
-        _ => return None,
-    };
-    Some(Rc::new(move |ports: ToyPorts| {
-        Rc::new(Bumper::new(ports.counter, flaw)) as Rc<dyn ToyWorker>
-    }))
-}
-
 /// Calls `run()` on a jittered schedule until a round reports the worker stopped, or the
 /// replica was restarted with a fresh worker (which has a driver of its own).
-pub async fn drive(world: Rc<World<Toy>>, replica: ReplicaId) {
+pub async fn run_replica(world: Rc<World<Toy>>, replica: ReplicaId) {
     let env = world.env();
     let state = world.replica(replica);
     let Some((worker, generation)) = state.worker() else {
@@ -128,5 +142,24 @@ pub async fn drive(world: Rc<World<Toy>>, replica: ReplicaId) {
             state.set_between_terms(true);
             return;
         }
+    }
+}
+/// A replica's loop, and the counter's tally as the liveness phase ends.
+impl Drive for Toy {
+    const STOP_OPS: &'static [Op] = &[Op::Claim, Op::Bump];
+    type HealMark = ();
+
+    fn drive(world: Rc<World<Toy>>, replica: ReplicaId) -> LocalTask {
+        Box::pin(run_replica(world, replica))
+    }
+
+    fn faults_heal(world: &World<Toy>) {
+        let _ = world;
+    }
+
+    fn liveness_ends(world: &World<Toy>, mark: ()) {
+        let () = mark;
+        let count = world.services().count();
+        world.env().note(Note::Tally { count });
     }
 }

@@ -8,7 +8,7 @@
 //! - *service time*: `leasesim_sim::EPOCH_MS` + virtual time (`World::service_now_ms`).
 
 use leasesim_events::ReplicaId;
-use leasesim_sim::World;
+use leasesim_sim::{Apply, FaultProfile, Scenario, World};
 
 use super::events::{Answer, Applied, Note, Request, Toy};
 use super::settings::ClaimSection;
@@ -98,20 +98,30 @@ impl Counter {
     }
 }
 
-/// Applies `request` at the counter now (the replica does not matter to this service).
-pub fn apply(world: &World<Toy>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
-    let _ = replica;
-    let now_ms = world.service_now_ms();
-    match request {
-        Request::Claim => world.services().claim(now_ms),
-        Request::Bump { token } => {
-            if world.fault(world.profile().system.claim_lost) {
-                let dropped = world.services().drop_claim(now_ms);
-                if let Some(token) = dropped {
-                    world.env().note(Note::ClaimLost { token });
+/// The toy's service: the counter.
+impl Apply for Toy {
+    type Services = Counter;
+
+    fn services(scenario: &Scenario<Toy>, profile: &FaultProfile<Toy>) -> Counter {
+        let _ = profile;
+        Counter::new(&scenario.settings.claim)
+    }
+
+    /// Applies `request` at the counter now (the replica does not matter to this service).
+    fn apply(world: &World<Toy>, replica: ReplicaId, request: Request) -> (Applied, Answer) {
+        let _ = replica;
+        let now_ms = world.service_now_ms();
+        match request {
+            Request::Claim => world.services().claim(now_ms),
+            Request::Bump { token } => {
+                if world.fault(world.profile().system.claim_lost) {
+                    let dropped = world.services().drop_claim(now_ms);
+                    if let Some(token) = dropped {
+                        world.env().note(Note::ClaimLost { token });
+                    }
                 }
+                world.services().bump(token, now_ms)
             }
-            world.services().bump(token, now_ms)
         }
     }
 }

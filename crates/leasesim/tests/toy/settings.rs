@@ -10,8 +10,10 @@
 //! `deny_unknown_fields` here (inside `[claim]`), each at its `file:line:column`.
 
 use leasesim_sim::scenario::{Positive, Probability};
-use leasesim_sim::{Scale, ScenarioError, SystemPart};
+use leasesim_sim::{Env, Scale, Scenario, ScenarioError, Setup, SystemPart};
 use serde::Deserialize;
+
+use super::events::Toy;
 
 /// `[claim]`: the counter service's claims.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -56,13 +58,49 @@ pub struct Settings {
     pub claim_lost: Probability,
 }
 
-/// Checks the toy's part of a scenario file.
-pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
-    let file: SettingsFile = part.deserialize()?;
-    Ok(Settings {
-        claim: file.claim,
-        claim_lost: file.faults.claim_lost,
-    })
+/// The toy's part of a scenario, and what a run draws from it.
+impl Setup for Toy {
+    const KEYS: &'static [&'static str] = &["claim"];
+    const FAULT_KEYS: &'static [&'static str] = &["claim_lost"];
+    type Settings = Settings;
+    type Drawn = Drawn;
+
+    /// Checks the toy's part of a scenario file.
+    fn settings(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
+        let file: SettingsFile = part.deserialize()?;
+        Ok(Settings {
+            claim: file.claim,
+            claim_lost: file.faults.claim_lost,
+        })
+    }
+
+    /// Draws the toy's part of a run's profile (after the shared part).
+    fn draw(scenario: &Scenario<Toy>, env: &dyn Env<Toy>, scale: &Scale<'_>) -> Drawn {
+        let (settings, _) = (&scenario.settings, env);
+        let drawn = Drawn {
+            claim_lost: scale.apply(settings.claim_lost.get()),
+        };
+        // invariant: a drawn fault stays within its envelope.
+        debug_assert!(drawn.claim_lost <= settings.claim_lost.get());
+        drawn
+    }
+
+    /// Header lines of the toy's drawn part (a fault that is off is left out).
+    fn describe(drawn: &Drawn) -> Vec<String> {
+        if drawn.claim_lost == 0.0 {
+            return Vec::new();
+        }
+        let p = leasesim_sim::faults::probability_text(drawn.claim_lost);
+        vec![format!("claim-lost: p={p}")]
+    }
+
+    fn shrink_moves() -> &'static [(&'static str, &'static str)] {
+        &[("faults.claim_lost", "0")]
+    }
+
+    fn faults_on(settings: &Settings) -> usize {
+        usize::from(settings.claim_lost.get() > 0.0)
+    }
 }
 
 /// What one toy run drew.
@@ -70,23 +108,4 @@ pub fn parse(part: SystemPart<'_>) -> Result<Settings, ScenarioError> {
 pub struct Drawn {
     /// Probability a bump's apply first drops the live claim.
     pub claim_lost: f64,
-}
-
-/// Draws the toy's part of a run's profile (after the shared part).
-pub fn draw(settings: &Settings, scale: &Scale<'_>) -> Drawn {
-    let drawn = Drawn {
-        claim_lost: scale.apply(settings.claim_lost.get()),
-    };
-    // invariant: a drawn fault stays within its envelope.
-    debug_assert!(drawn.claim_lost <= settings.claim_lost.get());
-    drawn
-}
-
-/// Header lines of the toy's drawn part (a fault that is off is left out).
-pub fn describe(drawn: &Drawn) -> Vec<String> {
-    if drawn.claim_lost == 0.0 {
-        return Vec::new();
-    }
-    let p = leasesim_sim::faults::probability_text(drawn.claim_lost);
-    vec![format!("claim-lost: p={p}")]
 }

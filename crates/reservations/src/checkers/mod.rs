@@ -54,6 +54,9 @@ use store_side::{
 };
 
 use crate::Reservations;
+use leasesim_invariants::Judged;
+use leasesim_sim::{Checks, FaultProfile, Scenario};
+
 use crate::events::notes;
 
 /// `construction`, written once for every system (`leasesim_invariants::Construction`).
@@ -177,6 +180,47 @@ leasesim_invariants::invariants! {
          letter) within the bound, a stopped worker's claims block nothing past it, and \
          every stop() returns",
         Liveness::new;
+}
+
+impl Judged for Reservations {
+    type Invariant = Invariant;
+    type Situation = Situation;
+    type Facts = Facts;
+}
+
+/// The checker configuration of one run: the worker settings its profile drew and the
+/// scenario's liveness bound.
+pub fn check_config(
+    scenario: &Scenario<Reservations>,
+    profile: &FaultProfile<Reservations>,
+) -> CheckConfig {
+    let worker = &profile.system.worker;
+    CheckConfig {
+        batch_size: worker.batch_size,
+        claim_for_ms: worker.claim_for_ms,
+        idle_ms: worker.idle_ms,
+        idle_jitter_ms: worker.idle_jitter_ms,
+        retry: worker.retry.clone(),
+        due_bound_ms: scenario.settings.due_bound_ms,
+    }
+}
+
+/// The reservation checkers of one run, judging against the worker settings it drew.
+impl Checks for Reservations {
+    type Checker = AnyChecker;
+    type Coverage = Coverage;
+
+    fn checkers(
+        scenario: &Scenario<Reservations>,
+        profile: &FaultProfile<Reservations>,
+        invariants: &[Invariant],
+    ) -> Vec<AnyChecker> {
+        let config = check_config(scenario, profile);
+        invariants
+            .iter()
+            .map(|&invariant| AnyChecker::new(invariant, &config))
+            .collect()
+    }
 }
 
 /// The checkers of the given invariants (duplicates ignored), fed in the system's order.

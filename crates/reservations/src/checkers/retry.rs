@@ -20,7 +20,7 @@ use super::track::{Claimed, Desk, Stamp, is_conflict, is_transient};
 use super::{CheckConfig, Invariant, WORKER_EVENTS};
 use crate::Reservations;
 use crate::events::{Answer, ClassView, EventKind, Failure, OutcomeView, ReasonView, Request};
-use crate::render::answer_text;
+use leasesim_timeline::Render;
 
 type Found = Option<Violation<Reservations>>;
 
@@ -112,7 +112,7 @@ impl Checker<Reservations> for ConflictNotRetried {
                     who(event),
                     held.id,
                     At(event.at_ms),
-                    answer_text(answer),
+                    Reservations::answer_text(answer),
                     At(answered.at_ms)
                 );
                 violation(Invariant::ConflictNotRetried, event, held, sentence)
@@ -159,7 +159,7 @@ impl BoundedRetry {
         if !is_transient(answer) {
             return Some(format!(
                 "attempt {done} had answered {}",
-                answer_text(answer)
+                Reservations::answer_text(answer)
             ));
         }
         if done >= policy.max_attempts {
@@ -248,7 +248,7 @@ impl Checker<Reservations> for TransientRetried {
                 held.id,
                 At(event.at_ms),
                 held.attempts,
-                answer_text(answer),
+                Reservations::answer_text(answer),
                 max - held.attempts
             );
             Some(violation(
@@ -367,7 +367,7 @@ impl DeadLetterRecord {
             held.id,
             At(event.at_ms),
             held.attempts,
-            answer_text(answer)
+            Reservations::answer_text(answer)
         );
         Some(violation(
             Invariant::DeadLetterRecord,

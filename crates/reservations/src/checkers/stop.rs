@@ -52,7 +52,7 @@ impl Checker<Reservations> for StopQuiesces {
             let replica = event.event.replica?;
             let sentence = format!(
                 "{replica} sent {} at {}, after its stop() was called at {}",
-                crate::render::request_text(&request),
+                <crate::Reservations as leasesim_timeline::Render>::request_text(&request),
                 At(event.at_ms),
                 At(stop.at_ms)
             );
@@ -74,7 +74,7 @@ fn unsettled(desk: &Desk) -> Option<(String, Option<&Stamp>)> {
     if let Some((_, request, sent)) = desk.calls.first() {
         let what = format!(
             "its {} sent at {} was unanswered",
-            crate::render::request_text(request),
+            <crate::Reservations as leasesim_timeline::Render>::request_text(request),
             At(sent.at_ms)
         );
         return Some((what, Some(sent)));

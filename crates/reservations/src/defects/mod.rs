@@ -21,16 +21,11 @@
 
 pub mod engine;
 
-use std::rc::Rc;
-
 use futures::future::LocalBoxFuture;
-use leasesim_sim::{Defect, WorkerInfo, catalogue};
+use leasesim_sim::{Defect, WorkerInfo};
 use reservations_worker::{RunError, RunReport};
 
-use crate::ports::{
-    SimClock, SimLetters, SimStore, SimTokens, WorkerFactory, WorkerPorts, WorkerUnderTest,
-    correct_worker,
-};
+use crate::ports::{SimClock, SimLetters, SimStore, SimTokens, WorkerPorts, WorkerUnderTest};
 use engine::{ClaimFlaw, Engine, ExpireFlaw, Flaws, NowFlaw, ReleaseFlaw, RetryFlaw, TokenFlaw};
 
 /// Every defective worker of the reservation system, in the order; each one's
@@ -145,22 +140,6 @@ impl WorkerUnderTest for DefectiveWorker {
 pub fn engine_of(ports: WorkerPorts, flaws: Flaws) -> DefectiveWorker {
     let parts = (ports.store, ports.letters, ports.clock, ports.tokens);
     Engine::new(ports.config, parts, flaws)
-}
-
-/// Every worker of the reservation system: `correct` first, then the defective ones.
-pub fn workers() -> Vec<WorkerInfo> {
-    catalogue("the production worker core (reservations-worker)", DEFECTS)
-}
-
-/// The factory of a worker by name: `correct`, or any name in [`DEFECTS`].
-pub fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
-    if name == "correct" {
-        return Some(Rc::new(correct_worker));
-    }
-    let flaws = DEFECTS.iter().find(|d| d.info.name == name)?.build;
-    Some(Rc::new(move |ports: WorkerPorts| {
-        Rc::new(engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
-    }))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use leasesim_reservations::events::Event;
 use leasesim_reservations::{Reservations, Scenario, WorkerFactory, load_scenario};
 use leasesim_rt::SimConfig;
-use leasesim_sim::{System, WorldRun, simulate};
+use leasesim_sim::{Workers, WorldRun, simulate};
 
 /// The default scenario `name` of `scenarios/reservations/`.
 pub fn scenario(name: &str) -> Rc<Scenario> {

@@ -68,6 +68,9 @@ type StopPrompt = leasesim_invariants::StopPrompt<Retention>;
 type Construction = leasesim_invariants::Construction<Retention>;
 use tokens::{LatestToken, NoDeleteAfterLoss, StaleTokenDelete};
 
+use leasesim_invariants::Judged;
+use leasesim_sim::{Checks, FaultProfile, Scenario};
+
 use crate::Retention;
 use crate::events::ReplicaId;
 
@@ -210,6 +213,57 @@ leasesim_invariants::invariants! {
     Construction = "construction",
         leasesim_invariants::CONSTRUCTION_HOLDS_WHEN,
         |_| Construction::new(Invariant::Construction);
+}
+
+impl Judged for Retention {
+    type Invariant = Invariant;
+    type Situation = Situation;
+    type Facts = Facts;
+}
+
+/// The checker configuration of one run: the worker settings its profile drew (with swarm
+/// they differ from the scenario's) and the scenario's bounds.
+pub fn check_config(
+    scenario: &Scenario<Retention>,
+    profile: &FaultProfile<Retention>,
+) -> CheckConfig {
+    let worker = &profile.system.worker;
+    CheckConfig {
+        batch_rows: worker.batch_rows,
+        cap_rows: worker.cap_rows,
+        retention_ms: worker.retention_ms,
+        term_bound_ms: scenario.settings.term_bound_ms,
+    }
+}
+
+/// How the run's workers keep time: their drawn renewal interval and each replica's drift.
+pub fn clock_config(profile: &FaultProfile<Retention>) -> ClockConfig {
+    ClockConfig {
+        renew_every_ms: profile.system.worker.renew_every_ms,
+        drift_ppm: profile.clocks.iter().map(|clock| clock.drift_ppm).collect(),
+    }
+}
+
+/// The retention checkers of one run, judging against the worker settings it drew.
+impl Checks for Retention {
+    type Checker = AnyChecker;
+    type Coverage = Coverage;
+
+    fn checkers(
+        scenario: &Scenario<Retention>,
+        profile: &FaultProfile<Retention>,
+        invariants: &[Invariant],
+    ) -> Vec<AnyChecker> {
+        let (config, clocks) = (check_config(scenario, profile), clock_config(profile));
+        invariants
+            .iter()
+            .map(|&invariant| {
+                let mut checker = AnyChecker::new(invariant, &config);
+                checker.set_clocks(&clocks);
+                checker
+            })
+            .collect()
+    }
 }
 
 impl AnyChecker {

@@ -11,7 +11,7 @@
 //!   With no switch on, the engine reproduces the core's traces byte for byte (tested), so a
 //!   harness verdict against a defective worker is due to its defect and nothing else.
 //! - *catalogue*: [`DEFECTS`], one `Defect` per worker (its CLI name, what is wrong,
-//!   and the invariants expected to catch it), and [`factory`] to build one by name.
+//!   and the invariants expected to catch it), and `Workers::factory` (in `ports.rs`) to build one by name.
 //!
 //! The production core never carries these switches; they exist only in this module.
 
@@ -38,9 +38,9 @@ pub mod whole_batches;
 
 use std::rc::Rc;
 
-use leasesim_sim::{Defect, WorkerInfo, catalogue};
+use leasesim_sim::Defect;
 
-use crate::ports::{WorkerFactory, WorkerPorts, WorkerUnderTest, correct_worker};
+use crate::ports::{WorkerPorts, WorkerUnderTest};
 
 pub use acquired_token::AcquiredTokenWorker;
 pub use delete_after_loss::DeleteAfterLossWorker;
@@ -131,21 +131,6 @@ pub const DEFECTS: &[Defect<BuildWorker>] = &[
         build: SleepyStopWorker::from_ports,
     },
 ];
-
-/// Every worker of the retention system: `correct` (the production core) first, then the
-/// defective ones.
-pub fn workers() -> Vec<WorkerInfo> {
-    catalogue("the production worker core (retention-worker)", DEFECTS)
-}
-
-/// The factory of a worker by name: `correct`, or any name in [`DEFECTS`].
-pub fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
-    if name == "correct" {
-        return Some(Rc::new(correct_worker));
-    }
-    let build = DEFECTS.iter().find(|d| d.info.name == name)?.build;
-    Some(Rc::new(build))
-}
 
 #[cfg(test)]
 mod faithful;

@@ -51,6 +51,9 @@ use retry::RetryBackoff;
 use service::{ClaimableOnly, DoneAfterEffect, EffectOnce, StaleApply, StaleDone};
 use stop::{StopJoins, StopQuiesces};
 
+use leasesim_invariants::Judged;
+use leasesim_sim::{Checks, FaultProfile, Scenario};
+
 use crate::events::{Op, WorkItems, notes};
 
 /// `stop-prompt`, written once for every system (`leasesim_invariants::StopPrompt`).
@@ -171,6 +174,43 @@ leasesim_invariants::invariants! {
         "once faults heal, every item ends done or failed by the end of the liveness \
          phase (none stuck claimed) and every stop() returns",
         |_| ItemsSettle::new();
+}
+
+impl Judged for WorkItems {
+    type Invariant = Invariant;
+    type Situation = Situation;
+    type Facts = Facts;
+}
+
+/// The checker configuration of one run: what its workers were built with.
+pub fn check_config(profile: &FaultProfile<WorkItems>) -> CheckConfig {
+    CheckConfig {
+        max_attempts: profile.system.worker.max_attempts,
+        max_retries: profile.system.worker.max_retries,
+        renew_every_ms: profile.system.worker.renew_every_ms,
+        deadline_ms: profile.system.worker.deadline_ms,
+        backoff_ms: profile.system.worker.backoff_ms,
+        backoff_cap_ms: profile.system.worker.backoff_cap_ms,
+    }
+}
+
+/// The work-items checkers of one run, judging against the worker settings it drew.
+impl Checks for WorkItems {
+    type Checker = AnyChecker;
+    type Coverage = Coverage;
+
+    fn checkers(
+        scenario: &Scenario<WorkItems>,
+        profile: &FaultProfile<WorkItems>,
+        invariants: &[Invariant],
+    ) -> Vec<AnyChecker> {
+        let _ = scenario;
+        let config = check_config(profile);
+        invariants
+            .iter()
+            .map(|&invariant| AnyChecker::new(invariant, &config))
+            .collect()
+    }
 }
 
 /// The checkers of the given invariants (duplicates ignored), fed in the system's order.

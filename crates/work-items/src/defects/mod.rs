@@ -9,23 +9,19 @@
 //! - *unsafe primitive*: a store operation without a condition (`crate::ports::UnsafeStore`):
 //!   the defects that need one call it; the production core cannot.
 //! - *catalogue*: [`DEFECTS`], one `Defect` per worker (its name, what is wrong, the
-//!   invariants expected to catch it, its own first), and [`factory`] to build one by name.
+//!   invariants expected to catch it, its own first), and `Workers::factory` (in
+//!   `ports.rs`) to build one by name.
 
 mod engine;
 
 #[cfg(test)]
 mod faithful;
 
-use std::rc::Rc;
-
 use futures::future::LocalBoxFuture;
-use leasesim_sim::{Defect, WorkerInfo, catalogue};
+use leasesim_sim::{Defect, WorkerInfo};
 use work_items_worker::{Clock, ConfigError, Provider, RunError, RunReport, Store, WorkerConfig};
 
-use crate::ports::{
-    SimClock, SimProvider, SimStore, UnsafeStore, WorkerFactory, WorkerPorts, WorkerUnderTest,
-    correct_worker,
-};
+use crate::ports::{SimClock, SimProvider, SimStore, UnsafeStore, WorkerUnderTest};
 use engine::Engine;
 pub use engine::Flaw;
 
@@ -150,25 +146,4 @@ impl WorkerUnderTest for DefectiveWorker<SimClock, SimStore, SimProvider> {
     fn stop(&self) -> LocalBoxFuture<'_, ()> {
         Box::pin(DefectiveWorker::stop(self))
     }
-}
-
-/// Every worker of the system: `correct` (the production core) first.
-pub fn workers() -> Vec<WorkerInfo> {
-    catalogue("the production worker core (work-items-worker)", DEFECTS)
-}
-
-/// The factory of a worker by name: `correct`, or any name in [`DEFECTS`].
-pub fn factory(name: &str) -> Option<Rc<WorkerFactory>> {
-    if name == "correct" {
-        return Some(Rc::new(correct_worker));
-    }
-    let info = DEFECTS.iter().find(|d| d.info.name == name)?.info;
-    let name = info.name;
-    Some(Rc::new(move |ports: WorkerPorts| {
-        let parts = (ports.clock, ports.store, ports.provider);
-        let worker = DefectiveWorker::named(name, ports.owner_id, ports.config, parts)
-            .expect("a catalogued name")
-            .expect("scenario loading validated the worker configuration");
-        Rc::new(worker) as Rc<dyn WorkerUnderTest>
-    }))
 }

@@ -152,7 +152,7 @@ fn described(settings: &reservations::RealSettings) -> String {
     )
 }
 
-fn trace<S: leasesim_sim::System + leasesim_invariants::Judged>(
+fn trace<S: leasesim_sim::System + leasesim_timeline::Render>(
     events: &[leasesim_events::Stamped<leasesim_events::Event<S>>],
     violation: &Option<leasesim_invariants::Violation<S>>,
 ) {
