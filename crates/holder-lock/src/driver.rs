@@ -74,15 +74,9 @@ pub async fn run_replica(world: Rc<World<HolderLock>>, replica: ReplicaId) {
     };
     let every = world.scenario().schedule.run_every_ms;
     for attempt in 1.. {
-        state.set_between_terms(true);
-        // The longest pause is the simplest choice (value 0): fewer attempts, shorter traces.
-        env.sleep(every.max - env.range(0, every.max - every.min))
-            .await;
-        state.gate(env).await;
-        if state.replaced_since(generation) {
+        if !state.next_round(env, every, generation).await {
             return;
         }
-        state.set_between_terms(false);
         env.note_for(replica, Note::AttemptStarted { attempt });
         let result = worker.run().await;
         let note = ended(attempt, &result);

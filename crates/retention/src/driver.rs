@@ -49,16 +49,7 @@ pub async fn run_replica(world: Rc<World<Retention>>, replica: ReplicaId) {
     };
     let every = world.scenario().schedule.run_every_ms;
     let mut term = 0;
-    loop {
-        state.set_between_terms(true);
-        // The longest pause is the simplest choice (value 0): fewer terms, shorter traces.
-        env.sleep(every.max - env.range(0, every.max - every.min))
-            .await;
-        state.gate(env).await;
-        if state.replaced_since(generation) {
-            return;
-        }
-        state.set_between_terms(false);
+    while state.next_round(env, every, generation).await {
         term += 1;
         env.note_for(replica, Note::TermStarted { term });
         let result = worker.run().await;

@@ -22,6 +22,7 @@ use leasesim_invariants::{Built, ConstructionNotes, SettingsRules, probe};
 
 use crate::env::{EPOCH_MS, Env};
 use crate::faults::ClockSpec;
+use crate::scenario::MsRange;
 use crate::signal::Signal;
 use crate::system::System;
 use crate::task::{TaskHandle, TaskShared};
@@ -169,6 +170,23 @@ impl<S: System> ReplicaState<S> {
     pub fn set_between_terms(&self, between: bool) {
         self.between_terms.set(between);
         self.changed.notify();
+    }
+
+    /// A driver's wait before its next round (term, pass, attempt): marks the replica between
+    /// terms, sleeps a pause drawn from `every` (the longest pause is value 0, the simplest
+    /// choice: fewer rounds, shorter traces), waits at the gate, then marks it in a round.
+    /// False, with the replica left between terms, when it was restarted with a fresh worker
+    /// meanwhile (the fresh worker has a driver of its own).
+    pub async fn next_round(&self, env: &dyn Env<S>, every: MsRange, generation: u32) -> bool {
+        self.set_between_terms(true);
+        env.sleep(every.max - env.range(0, every.max - every.min))
+            .await;
+        self.gate(env).await;
+        if self.replaced_since(generation) {
+            return false;
+        }
+        self.set_between_terms(false);
+        true
     }
 }
 

@@ -58,15 +58,9 @@ pub async fn run_replica(world: Rc<World<WorkItems>>, replica: ReplicaId) {
     };
     let every = world.scenario().schedule.run_every_ms;
     for pass in 1.. {
-        state.set_between_terms(true);
-        // The longest pause is the simplest choice (value 0): fewer passes, shorter traces.
-        env.sleep(every.max - env.range(0, every.max - every.min))
-            .await;
-        state.gate(env).await;
-        if state.replaced_since(generation) {
+        if !state.next_round(env, every, generation).await {
             return;
         }
-        state.set_between_terms(false);
         env.note_for(replica, Note::PassStarted { pass });
         let result = worker.run().await;
         let (end, counts, status) = pass_end(&result);

@@ -126,15 +126,9 @@ pub async fn run_replica(world: Rc<World<Toy>>, replica: ReplicaId) {
     };
     let every = world.scenario().schedule.run_every_ms;
     for round in 1.. {
-        state.set_between_terms(true);
-        // The longest pause is value 0, the simplest choice: fewer rounds, shorter traces.
-        env.sleep(every.max - env.range(0, every.max - every.min))
-            .await;
-        state.gate(env).await;
-        if state.replaced_since(generation) {
+        if !state.next_round(env, every, generation).await {
             return;
         }
-        state.set_between_terms(false);
         env.note_for(replica, Note::RoundStarted { round });
         let end = worker.run().await;
         env.note_for(replica, Note::RoundEnded { round, end });
