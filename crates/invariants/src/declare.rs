@@ -1,4 +1,5 @@
-//! [`invariants!`](crate::invariants): a system's invariants declared once.
+//! [`invariants!`](crate::invariants) and [`situations!`](crate::situations): a system's
+//! invariants and situations declared once.
 //!
 //! Terminology:
 //! - *entry*: one invariant: its variant, its kebab-case name, the sentence that says when it
@@ -168,6 +169,104 @@ macro_rules! invariants {
                 match self {
                     $( AnyChecker::$variant(checker) => checker.finish(end_ms, facts), )+
                 }
+            }
+        }
+    };
+}
+
+/// Declares a system's "sometimes" situations once: each variant (with its doc comment), its
+/// kebab-case name and the sentence that says what was reached. Writes the `Situation` enum
+/// (its order is `ALL`, the order reports list it in), `COUNT`, `name`, `describe`,
+/// `from_name`, its [`SituationName`](crate::SituationName) and `Display` impls, the
+/// `SituationSet` alias, and a test that the names round-trip, are distinct and the
+/// sentences fit one line.
+///
+/// ```ignore
+/// leasesim_invariants::situations! {
+///     /// The fence refused a bump.
+///     BumpFenced = "bump-fenced", "the fence refused a bump carrying a token that was not live";
+/// }
+/// ```
+#[macro_export]
+macro_rules! situations {
+    ( $( $(#[$meta:meta])* $variant:ident = $name:literal, $describe:expr; )+ ) => {
+        /// A situation a campaign has to reach at least once (declared with
+        /// `leasesim_invariants::situations!`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Situation {
+            $( $(#[$meta])* $variant, )+
+        }
+
+        impl Situation {
+            /// How many situations there are.
+            pub const COUNT: usize = [$( stringify!($variant) ),+].len();
+
+            /// Every situation, in the order reports list them.
+            pub const ALL: [Situation; Situation::COUNT] = [$( Situation::$variant, )+];
+
+            /// The kebab-case name: what reports and the CLI use.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( Situation::$variant => $name, )+
+                }
+            }
+
+            /// One line: what a run that reaches it did.
+            pub fn describe(self) -> &'static str {
+                match self {
+                    $( Situation::$variant => $describe, )+
+                }
+            }
+
+            /// The situation with this name, if any.
+            pub fn from_name(name: &str) -> Option<Situation> {
+                Situation::ALL.into_iter().find(|situation| situation.name() == name)
+            }
+        }
+
+        impl $crate::SituationName for Situation {
+            const ALL: &'static [Situation] = &Situation::ALL;
+
+            fn name(self) -> &'static str {
+                Situation::name(self)
+            }
+
+            fn describe(self) -> &'static str {
+                Situation::describe(self)
+            }
+
+            fn index(self) -> usize {
+                self as usize
+            }
+        }
+
+        impl ::std::fmt::Display for Situation {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        /// A set of the system's situations.
+        pub type SituationSet = $crate::SituationSet<Situation>;
+
+        /// The declared names and sentences, as reports and the CLI use them.
+        #[cfg(test)]
+        mod declared_situations {
+            use super::Situation;
+
+            #[test]
+            fn names_round_trip_are_distinct_and_fit_one_line() {
+                let mut names: Vec<&str> = Situation::ALL.iter().map(|s| s.name()).collect();
+                for situation in Situation::ALL {
+                    assert_eq!(Situation::from_name(situation.name()), Some(situation));
+                    assert_eq!(situation.to_string(), situation.name());
+                    assert!(!situation.describe().contains('\n'), "{situation}");
+                    assert!(!situation.describe().is_empty(), "{situation}");
+                }
+                names.sort_unstable();
+                names.dedup();
+                assert_eq!(names.len(), Situation::COUNT);
+                assert_eq!(Situation::from_name("no-such-situation"), None);
             }
         }
     };

@@ -21,7 +21,6 @@ use leasesim::runner::{RunReport, RunSpec, run};
 use leasesim::shrink::shrink;
 use leasesim::trace::{TraceHeader, line, render};
 use leasesim_events::EventKind;
-use leasesim_invariants::SituationName;
 use leasesim_rt::{Feed, Strategy};
 use leasesim_sim::scenario::parse_scenario;
 use leasesim_sim::{Scenario, System, Workers};

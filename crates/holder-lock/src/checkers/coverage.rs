@@ -9,10 +9,8 @@
 //! - *forgotten job*: a running job whose claim the store forgot (`Forgot` of its token), up
 //!   to the answer of its attempt's next renewal that is not `renewed`.
 
-use std::fmt;
-
 use leasesim_events::ReplicaId;
-use leasesim_invariants::{PerReplica, SituationName};
+use leasesim_invariants::PerReplica;
 
 use crate::events::{
     Answer, Applied, EndKind, Event, EventKind, Forgetting, Key, Note, Op, ReleaseKind, Request,
@@ -21,195 +19,81 @@ use crate::events::{
 
 use super::track::is_release;
 
-/// A situation a campaign has to reach at least once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Situation {
+leasesim_invariants::situations! {
     /// A claim's lifetime ended while its attempt's job was running.
-    DeadlineMidJob,
+    DeadlineMidJob = "deadline-mid-job",
+        "a claim's deadline passed while its job was running";
     /// A create took over a claim whose lifetime had ended.
-    RivalAfterExpiry,
+    RivalAfterExpiry = "rival-after-expiry",
+        "a rival's create took over a claim that had run out";
     /// A release found another attempt's token.
-    ReleaseFoundForeign,
+    ReleaseFoundForeign = "release-found-foreign",
+        "a release found another attempt's token";
     /// A release found the key absent.
-    ReleaseFoundAbsent,
+    ReleaseFoundAbsent = "release-found-absent",
+        "a release found the key absent";
     /// Two jobs ran at once: the second claimed after the first one's claim ran out.
-    OverlapAfterExpiry,
+    OverlapAfterExpiry = "overlap-after-expiry",
+        "two jobs ran at once: the second claimed after the first one's claim ran out";
     /// An attempt stopped its job because it could no longer trust its claim.
-    JobStoppedOnLoss,
+    JobStoppedOnLoss = "job-stopped-on-loss",
+        "a job was stopped because its claim could no longer be trusted";
     /// A create was answered only after the trusted time: no job.
-    TooLateToStart,
+    TooLateToStart = "too-late-to-start",
+        "a create won but was answered after the trusted time: no job started";
     /// `stop()` while a job ran.
-    StopDuringJob,
+    StopDuringJob = "stop-during-job",
+        "stop() was called while a job was running";
     /// `stop()` while a create was in flight.
-    StopDuringCreate,
+    StopDuringCreate = "stop-during-create",
+        "stop() was called while a create was in flight";
     /// A request was applied, its reply lost.
-    ReplyLostAfterApply,
+    ReplyLostAfterApply = "reply-lost-after-apply",
+        "a request was applied but its reply was lost";
     /// A job step failed.
-    JobFailed,
+    JobFailed = "job-failed",
+        "a job step failed";
     /// A release on a store without compare-and-delete left the claim to run out.
-    LeftToExpire,
+    LeftToExpire = "left-to-expire",
+        "a store without compare-and-delete: a release left its claim to run out";
     /// The store forgot a claim while its job was running.
-    ClaimLostMidJob,
+    ClaimLostMidJob = "claim-lost-mid-job",
+        "the store forgot a claim (eviction, failover, restart) while its job ran";
     /// The store evicted the claim key.
-    ClaimEvicted,
+    ClaimEvicted = "claim-evicted",
+        "the store evicted the claim key under memory pressure";
     /// A failover lost a live claim, or undid its renewal.
-    FailoverLostWrite,
+    FailoverLostWrite = "failover-lost-write",
+        "a failover lost a live claim or undid its renewal (the replica lacked the write)";
     /// The store restarted without persistence.
-    StoreRestarted,
+    StoreRestarted = "store-restarted",
+        "the store restarted without persistence";
     /// A job step after the store forgot its claim, before a renewal said so.
-    StepBeforeLearning,
+    StepBeforeLearning = "step-before-learning",
+        "a job step after the store forgot its claim, before a renewal said so (no \
+                 worker can prevent it)";
     /// A job was stopped because a renewal found the key absent.
-    RenewalFoundAbsent,
+    RenewalFoundAbsent = "renewal-found-absent",
+        "a job was stopped because its renewal found the key absent";
     /// A job was stopped because a renewal found another attempt's token.
-    RenewalFoundForeign,
+    RenewalFoundForeign = "renewal-found-foreign",
+        "a job was stopped because its renewal found another attempt's token";
     /// Two jobs ran at once: the second claimed after the store forgot the first one's claim.
-    OverlapAfterLoss,
+    OverlapAfterLoss = "overlap-after-loss",
+        "two jobs ran at once: the second claimed after the store forgot the first's claim";
     /// A holder whose timers run slower than the store's clock renewed its claim and released
     /// it as its own.
-    SlowTimerKeptClaim,
+    SlowTimerKeptClaim = "slow-timer-kept-claim",
+        "a holder whose timers run slower than the store's clock renewed and released its \
+                 own claim";
     /// A replica's process paused while its job ran.
-    PauseDuringJob,
+    PauseDuringJob = "pause-during-job",
+        "a replica's process paused while its job ran";
     /// A job started on a claim the store had forgotten after its create won.
-    StartOnForgottenClaim,
+    StartOnForgottenClaim = "start-on-forgotten-claim",
+        "a job started on a claim the store forgot after the create won, before the \
+                 worker could know";
 }
-
-impl Situation {
-    pub const COUNT: usize = 23;
-
-    pub const ALL: [Situation; Situation::COUNT] = [
-        Situation::DeadlineMidJob,
-        Situation::RivalAfterExpiry,
-        Situation::ReleaseFoundForeign,
-        Situation::ReleaseFoundAbsent,
-        Situation::OverlapAfterExpiry,
-        Situation::JobStoppedOnLoss,
-        Situation::TooLateToStart,
-        Situation::StopDuringJob,
-        Situation::StopDuringCreate,
-        Situation::ReplyLostAfterApply,
-        Situation::JobFailed,
-        Situation::LeftToExpire,
-        Situation::ClaimLostMidJob,
-        Situation::ClaimEvicted,
-        Situation::FailoverLostWrite,
-        Situation::StoreRestarted,
-        Situation::StepBeforeLearning,
-        Situation::RenewalFoundAbsent,
-        Situation::RenewalFoundForeign,
-        Situation::OverlapAfterLoss,
-        Situation::SlowTimerKeptClaim,
-        Situation::PauseDuringJob,
-        Situation::StartOnForgottenClaim,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Situation::DeadlineMidJob => "deadline-mid-job",
-            Situation::RivalAfterExpiry => "rival-after-expiry",
-            Situation::ReleaseFoundForeign => "release-found-foreign",
-            Situation::ReleaseFoundAbsent => "release-found-absent",
-            Situation::OverlapAfterExpiry => "overlap-after-expiry",
-            Situation::JobStoppedOnLoss => "job-stopped-on-loss",
-            Situation::TooLateToStart => "too-late-to-start",
-            Situation::StopDuringJob => "stop-during-job",
-            Situation::StopDuringCreate => "stop-during-create",
-            Situation::ReplyLostAfterApply => "reply-lost-after-apply",
-            Situation::JobFailed => "job-failed",
-            Situation::LeftToExpire => "left-to-expire",
-            Situation::ClaimLostMidJob => "claim-lost-mid-job",
-            Situation::ClaimEvicted => "claim-evicted",
-            Situation::FailoverLostWrite => "failover-lost-write",
-            Situation::StoreRestarted => "store-restarted",
-            Situation::StepBeforeLearning => "step-before-learning",
-            Situation::RenewalFoundAbsent => "renewal-found-absent",
-            Situation::RenewalFoundForeign => "renewal-found-foreign",
-            Situation::OverlapAfterLoss => "overlap-after-loss",
-            Situation::SlowTimerKeptClaim => "slow-timer-kept-claim",
-            Situation::PauseDuringJob => "pause-during-job",
-            Situation::StartOnForgottenClaim => "start-on-forgotten-claim",
-        }
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Situation::DeadlineMidJob => "a claim's deadline passed while its job was running",
-            Situation::RivalAfterExpiry => "a rival's create took over a claim that had run out",
-            Situation::ReleaseFoundForeign => "a release found another attempt's token",
-            Situation::ReleaseFoundAbsent => "a release found the key absent",
-            Situation::OverlapAfterExpiry => {
-                "two jobs ran at once: the second claimed after the first one's claim ran out"
-            }
-            Situation::JobStoppedOnLoss => {
-                "a job was stopped because its claim could no longer be trusted"
-            }
-            Situation::TooLateToStart => {
-                "a create won but was answered after the trusted time: no job started"
-            }
-            Situation::StopDuringJob => "stop() was called while a job was running",
-            Situation::StopDuringCreate => "stop() was called while a create was in flight",
-            Situation::ReplyLostAfterApply => "a request was applied but its reply was lost",
-            Situation::JobFailed => "a job step failed",
-            Situation::LeftToExpire => {
-                "a store without compare-and-delete: a release left its claim to run out"
-            }
-            Situation::ClaimLostMidJob => {
-                "the store forgot a claim (eviction, failover, restart) while its job ran"
-            }
-            Situation::ClaimEvicted => "the store evicted the claim key under memory pressure",
-            Situation::FailoverLostWrite => {
-                "a failover lost a live claim or undid its renewal (the replica lacked the write)"
-            }
-            Situation::StoreRestarted => "the store restarted without persistence",
-            Situation::StepBeforeLearning => {
-                "a job step after the store forgot its claim, before a renewal said so (no \
-                 worker can prevent it)"
-            }
-            Situation::RenewalFoundAbsent => {
-                "a job was stopped because its renewal found the key absent"
-            }
-            Situation::RenewalFoundForeign => {
-                "a job was stopped because its renewal found another attempt's token"
-            }
-            Situation::OverlapAfterLoss => {
-                "two jobs ran at once: the second claimed after the store forgot the first's claim"
-            }
-            Situation::SlowTimerKeptClaim => {
-                "a holder whose timers run slower than the store's clock renewed and released its \
-                 own claim"
-            }
-            Situation::PauseDuringJob => "a replica's process paused while its job ran",
-            Situation::StartOnForgottenClaim => {
-                "a job started on a claim the store forgot after the create won, before the \
-                 worker could know"
-            }
-        }
-    }
-}
-
-impl SituationName for Situation {
-    const ALL: &'static [Situation] = &Situation::ALL;
-
-    fn name(self) -> &'static str {
-        Situation::name(self)
-    }
-
-    fn describe(self) -> &'static str {
-        Situation::describe(self)
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl fmt::Display for Situation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A set of the holder-lock system's situations.
-pub type SituationSet = leasesim_invariants::SituationSet<Situation>;
 
 /// Per replica, what coverage follows.
 #[derive(Debug, Default)]

@@ -9,43 +9,19 @@
 //! - *situation*: a moment a campaign must reach at least once (a fenced bump...).
 
 use leasesim_events::{EPOCH_MS, EventKind, Stamped, mask};
-use leasesim_invariants::{
-    At, Checker, Coverage, Judged, PerReplica, SituationName, SituationSet, Violation,
-};
+use leasesim_invariants::{At, Checker, Coverage, Judged, PerReplica, Violation};
 
 use leasesim_sim::{Checks, FaultProfile, Scenario};
 
 use super::events::{Answer, Applied, CLAIM_NOTES, Event, Note, ROUND_NOTES, Request, Toy};
 
-/// The toy's "sometimes" situations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Situation {
+leasesim_invariants::situations! {
     /// The fence refused a bump.
-    BumpFenced,
+    BumpFenced = "bump-fenced",
+        "the fence refused a bump carrying a token that was not live";
     /// The `claim_lost` fault dropped a live claim.
-    ClaimLost,
-}
-
-impl SituationName for Situation {
-    const ALL: &'static [Situation] = &[Situation::BumpFenced, Situation::ClaimLost];
-
-    fn name(self) -> &'static str {
-        match self {
-            Situation::BumpFenced => "bump-fenced",
-            Situation::ClaimLost => "claim-lost",
-        }
-    }
-
-    fn describe(self) -> &'static str {
-        match self {
-            Situation::BumpFenced => "the fence refused a bump carrying a token that was not live",
-            Situation::ClaimLost => "the service dropped a live claim (fault)",
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
+    ClaimLost = "claim-lost",
+        "the service dropped a live claim (fault)";
 }
 
 /// The last claim granted, as the checker saw it.
@@ -217,7 +193,7 @@ leasesim_invariants::invariants! {
 /// The situations one toy run reached.
 #[derive(Debug, Default)]
 pub struct ToyCoverage {
-    reached: SituationSet<Situation>,
+    reached: SituationSet,
 }
 
 impl Coverage<Toy> for ToyCoverage {
@@ -232,7 +208,7 @@ impl Coverage<Toy> for ToyCoverage {
         }
     }
 
-    fn reached(&self) -> SituationSet<Situation> {
+    fn reached(&self) -> SituationSet {
         self.reached
     }
 }

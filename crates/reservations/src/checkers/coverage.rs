@@ -7,138 +7,46 @@
 //! - *coverage*: the situations one run reached, read off its events with a ledger and desks
 //!   of its own (see [`super::track`]).
 
-use std::fmt;
-
-use leasesim_invariants::SituationName;
-
 use super::track::{Desks, Ledger, Stamp, is_transient, store_ms};
 use crate::Reservations;
 use crate::events::{Answer, Applied, EndView, EventKind, Note, OutcomeView, ReasonView, Request};
 
-/// A situation a fuzz campaign has to reach at least once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Situation {
+leasesim_invariants::situations! {
     /// A worker claimed a reservation whose claim by another worker had expired unreleased.
-    ReclaimedAfterExpiry,
+    ReclaimedAfterExpiry = "reclaimed-after-expiry",
+        "two workers claimed one due reservation across a claim expiry";
     /// A consume landed on a reservation past its deadline while a worker's claim on it was
     /// live.
-    ConsumeRacesExpiry,
+    ConsumeRacesExpiry = "consume-races-expiry",
+        "an agent's consume landed past the deadline while a worker's claim was live";
     /// A process died after a transition answered expired, before its release.
-    KilledAfterUpdate,
+    KilledAfterUpdate = "killed-after-update",
+        "a worker died after the transition answered expired, before its release";
     /// A transition answered expired on a retry after a transient error.
-    RetryThenSuccess,
+    RetryThenSuccess = "retry-then-success",
+        "a transient error was retried and the retry expired the reservation";
     /// The store recorded a dead letter.
-    DeadLetter,
+    DeadLetter = "dead-letter",
+        "the store recorded a dead letter";
     /// A dead letter for an exhausted retry budget was sent.
-    BudgetExhausted,
+    BudgetExhausted = "budget-exhausted",
+        "a worker gave up after transient errors on every attempt of its budget";
     /// A guarded transition found the reservation already expired.
-    DuplicateAttempt,
+    DuplicateAttempt = "duplicate-attempt",
+        "a guarded transition found the reservation already expired";
     /// A release freed nothing (the claim had expired and moved on, or was gone).
-    ReleaseFreedNothing,
+    ReleaseFreedNothing = "release-freed-nothing",
+        "a release freed nothing: the claim had expired and moved on";
     /// A request was applied but its reply was lost.
-    ReplyLostAfterApply,
+    ReplyLostAfterApply = "reply-lost-after-apply",
+        "a request was applied but its reply was lost";
     /// `stop()` was called while a transition of the replica was in flight.
-    StopDuringExpire,
+    StopDuringExpire = "stop-during-expire",
+        "stop() was called while a transition was in flight";
     /// A supervisor's second `run()` was refused while the first was active.
-    SecondRunRefused,
+    SecondRunRefused = "second-run-refused",
+        "a second run() while one was active was refused at once";
 }
-
-impl Situation {
-    pub const COUNT: usize = 11;
-
-    pub const ALL: [Situation; Situation::COUNT] = [
-        Situation::ReclaimedAfterExpiry,
-        Situation::ConsumeRacesExpiry,
-        Situation::KilledAfterUpdate,
-        Situation::RetryThenSuccess,
-        Situation::DeadLetter,
-        Situation::BudgetExhausted,
-        Situation::DuplicateAttempt,
-        Situation::ReleaseFreedNothing,
-        Situation::ReplyLostAfterApply,
-        Situation::StopDuringExpire,
-        Situation::SecondRunRefused,
-    ];
-
-    fn text(self) -> (&'static str, &'static str) {
-        match self {
-            Situation::ReclaimedAfterExpiry => (
-                "reclaimed-after-expiry",
-                "two workers claimed one due reservation across a claim expiry",
-            ),
-            Situation::ConsumeRacesExpiry => (
-                "consume-races-expiry",
-                "an agent's consume landed past the deadline while a worker's claim was live",
-            ),
-            Situation::KilledAfterUpdate => (
-                "killed-after-update",
-                "a worker died after the transition answered expired, before its release",
-            ),
-            Situation::RetryThenSuccess => (
-                "retry-then-success",
-                "a transient error was retried and the retry expired the reservation",
-            ),
-            Situation::DeadLetter => ("dead-letter", "the store recorded a dead letter"),
-            Situation::BudgetExhausted => (
-                "budget-exhausted",
-                "a worker gave up after transient errors on every attempt of its budget",
-            ),
-            Situation::DuplicateAttempt => (
-                "duplicate-attempt",
-                "a guarded transition found the reservation already expired",
-            ),
-            Situation::ReleaseFreedNothing => (
-                "release-freed-nothing",
-                "a release freed nothing: the claim had expired and moved on",
-            ),
-            Situation::ReplyLostAfterApply => (
-                "reply-lost-after-apply",
-                "a request was applied but its reply was lost",
-            ),
-            Situation::StopDuringExpire => (
-                "stop-during-expire",
-                "stop() was called while a transition was in flight",
-            ),
-            Situation::SecondRunRefused => (
-                "second-run-refused",
-                "a second run() while one was active was refused at once",
-            ),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        self.text().0
-    }
-
-    pub fn describe(self) -> &'static str {
-        self.text().1
-    }
-}
-
-impl SituationName for Situation {
-    const ALL: &'static [Situation] = &Situation::ALL;
-
-    fn name(self) -> &'static str {
-        Situation::name(self)
-    }
-
-    fn describe(self) -> &'static str {
-        Situation::describe(self)
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl fmt::Display for Situation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A set of the reservation system's situations.
-pub type SituationSet = leasesim_invariants::SituationSet<Situation>;
 
 /// The situations one run reached; fed every event of the run.
 #[derive(Debug, Default)]

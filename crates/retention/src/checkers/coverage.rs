@@ -8,125 +8,42 @@
 //! - *tally*: per campaign, how many runs reached each situation; its *gaps* are the
 //!   situations no run reached ([`CoverageTally`]).
 
-use std::fmt;
-
-use leasesim_invariants::SituationName;
-
 use super::track::{PerReplica, replica_of};
 use crate::Retention;
 use crate::events::{Answer, Applied, EndKind, Event, EventKind, Note, OpKind, Stamped};
 
-/// A situation a fuzz campaign has to reach at least once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Situation {
+leasesim_invariants::situations! {
     /// A renewal answer arrives while a delete of the same replica is in flight.
-    RenewReplyDuringDelete,
+    RenewReplyDuringDelete = "renew-reply-during-delete",
+        "a renewal answer reached a worker while its delete was in flight";
     /// `stop()` is called while the replica's acquire is in flight.
-    StopDuringAcquire,
+    StopDuringAcquire = "stop-during-acquire",
+        "stop() was called while an acquire was in flight";
     /// `stop()` is called while the replica's delete is in flight.
-    StopDuringDelete,
+    StopDuringDelete = "stop-during-delete",
+        "stop() was called while a delete was in flight";
     /// `stop()` is called while the replica's renewal is in flight.
-    StopDuringRenew,
+    StopDuringRenew = "stop-during-renew",
+        "stop() was called while a renewal was in flight";
     /// The store refused a delete for its stale token.
-    StoreRejectedStale,
+    StoreRejectedStale = "store-rejected-stale",
+        "the store refused a delete carrying a stale token";
     /// An acquire took over a lease that had expired.
-    RivalTookOverExpired,
+    RivalTookOverExpired = "rival-took-over-expired",
+        "an acquire took over a lease that had expired";
     /// A release freed nothing: the lease had expired or moved on.
-    ReleaseFreedNothing,
+    ReleaseFreedNothing = "release-freed-nothing",
+        "a release freed nothing: the lease had already expired or moved on";
     /// A term ended because it reached the cap.
-    CapReached,
+    CapReached = "cap-reached",
+        "a term stopped because it deleted the cap";
     /// A request was applied but its reply was lost.
-    ReplyLostAfterApply,
+    ReplyLostAfterApply = "reply-lost-after-apply",
+        "a request was applied but its reply was lost";
     /// A renewal answered `None`.
-    LeadershipLostByNone,
+    LeadershipLostByNone = "leadership-lost-by-none",
+        "a renewal answered None: leadership was lost";
 }
-
-impl Situation {
-    /// How many situations there are.
-    pub const COUNT: usize = 10;
-
-    /// Every situation, in declaration order.
-    pub const ALL: [Situation; Situation::COUNT] = [
-        Situation::RenewReplyDuringDelete,
-        Situation::StopDuringAcquire,
-        Situation::StopDuringDelete,
-        Situation::StopDuringRenew,
-        Situation::StoreRejectedStale,
-        Situation::RivalTookOverExpired,
-        Situation::ReleaseFreedNothing,
-        Situation::CapReached,
-        Situation::ReplyLostAfterApply,
-        Situation::LeadershipLostByNone,
-    ];
-
-    /// The kebab-case name, e.g. `"stop-during-delete"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Situation::RenewReplyDuringDelete => "renew-reply-during-delete",
-            Situation::StopDuringAcquire => "stop-during-acquire",
-            Situation::StopDuringDelete => "stop-during-delete",
-            Situation::StopDuringRenew => "stop-during-renew",
-            Situation::StoreRejectedStale => "store-rejected-stale",
-            Situation::RivalTookOverExpired => "rival-took-over-expired",
-            Situation::ReleaseFreedNothing => "release-freed-nothing",
-            Situation::CapReached => "cap-reached",
-            Situation::ReplyLostAfterApply => "reply-lost-after-apply",
-            Situation::LeadershipLostByNone => "leadership-lost-by-none",
-        }
-    }
-
-    /// The situation with this name, if any.
-    pub fn from_name(name: &str) -> Option<Situation> {
-        Situation::ALL
-            .into_iter()
-            .find(|situation| situation.name() == name)
-    }
-
-    /// One line: what happened when a run reaches it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Situation::RenewReplyDuringDelete => {
-                "a renewal answer reached a worker while its delete was in flight"
-            }
-            Situation::StopDuringAcquire => "stop() was called while an acquire was in flight",
-            Situation::StopDuringDelete => "stop() was called while a delete was in flight",
-            Situation::StopDuringRenew => "stop() was called while a renewal was in flight",
-            Situation::StoreRejectedStale => "the store refused a delete carrying a stale token",
-            Situation::RivalTookOverExpired => "an acquire took over a lease that had expired",
-            Situation::ReleaseFreedNothing => {
-                "a release freed nothing: the lease had already expired or moved on"
-            }
-            Situation::CapReached => "a term stopped because it deleted the cap",
-            Situation::ReplyLostAfterApply => "a request was applied but its reply was lost",
-            Situation::LeadershipLostByNone => "a renewal answered None: leadership was lost",
-        }
-    }
-}
-
-impl SituationName for Situation {
-    const ALL: &'static [Situation] = &Situation::ALL;
-
-    fn name(self) -> &'static str {
-        Situation::name(self)
-    }
-
-    fn describe(self) -> &'static str {
-        Situation::describe(self)
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl fmt::Display for Situation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A set of the retention system's situations.
-pub type SituationSet = leasesim_invariants::SituationSet<Situation>;
 
 /// The situations one run reached; fed every event of the run.
 #[derive(Debug, Default)]

@@ -6,162 +6,70 @@
 //!   never reaching one in a whole campaign means the campaign did not test it.
 //! - *coverage*: what reads a run's events and says which situations it reached.
 
-use std::fmt;
-
-use leasesim_invariants::{PerReplica, SituationName};
+use leasesim_invariants::PerReplica;
 
 use crate::events::{
     Answer, Applied, EndKind, ErrorCode, Event, EventKind, LookupView, Mark, Note, Prior, Request,
     Stamped, WorkItems,
 };
 
-/// A situation a campaign has to reach at least once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Situation {
+leasesim_invariants::situations! {
     /// A claim was granted on an item whose previous claim had expired.
-    ClaimTakenOver,
+    ClaimTakenOver = "claim-taken-over",
+        "a claim was granted on an item whose claim had expired";
     /// The store refused an apply: its token was not the live claim.
-    StaleApplyRefused,
+    StaleApplyRefused = "stale-apply-refused",
+        "the store refused an apply carrying a stale token";
     /// The provider carried out an effect and its reply was lost.
-    ProviderTimeoutAfterAccept,
+    ProviderTimeoutAfterAccept = "provider-timeout-after-accept",
+        "the provider carried out an effect and its reply was lost";
     /// A lookup found the effect already applied.
-    ReconcileFoundApplied,
+    ReconcileFoundApplied = "reconcile-found-applied",
+        "a lookup found the effect already applied";
     /// A worker learned it lost a claim after it had applied a chunk under it.
-    LeaseLostMidItem,
+    LeaseLostMidItem = "lease-lost-mid-item",
+        "a worker learned it lost a claim after applying a chunk under it";
     /// A done-mark was refused: the final status write failed.
-    DoneRefused,
+    DoneRefused = "done-refused",
+        "a done-mark was refused: the final status write failed";
     /// The provider answered a duplicate key.
-    ProviderDeduplicated,
+    ProviderDeduplicated = "provider-deduplicated",
+        "the provider answered a duplicate key";
     /// The provider refused an item for good.
-    ProviderRefused,
+    ProviderRefused = "provider-refused",
+        "the provider refused an item for good";
     /// An item was failed.
-    ItemFailed,
+    ItemFailed = "item-failed",
+        "an item ended failed";
     /// An item was released for another attempt (not by a stop).
-    ItemReleased,
+    ItemReleased = "item-released",
+        "an item was released for another attempt";
     /// A renewal extended a claim.
-    RenewalGranted,
+    RenewalGranted = "renewal-granted",
+        "a renewal extended a claim";
     /// `stop()` was called while the replica held an unsettled claim.
-    StopWhileHolding,
+    StopWhileHolding = "stop-while-holding",
+        "stop() was called while its replica held a claim";
     /// A pass ended at its deadline with items open.
-    PassDeadline,
+    PassDeadline = "pass-deadline",
+        "a pass ended at its deadline with items still open";
     /// A store write was applied and its reply lost.
-    StoreReplyLost,
+    StoreReplyLost = "store-reply-lost",
+        "a store write was applied and its reply lost";
     /// A lookup after a provider timeout found the key unknown: the request was lost before
     /// the provider applied it, so the effect is applied again under the same key.
-    ReconcileFoundUnknown,
+    ReconcileFoundUnknown = "reconcile-found-unknown",
+        "a lookup found the key unknown: the effect is applied again under the same key";
     /// A status read failed in transport (the worker retries it, or gives up).
-    StatusReadFailed,
+    StatusReadFailed = "status-read-failed",
+        "a status read failed in transport";
     /// A pass ended because the store stayed unreachable through every retry.
-    StoreUnavailable,
+    StoreUnavailable = "store-unavailable",
+        "a pass ended because the store stayed unreachable through every retry";
     /// `stop()` was called while a pass waited out a backoff between retries.
-    StopDuringBackoff,
+    StopDuringBackoff = "stop-during-backoff",
+        "stop() was called while a pass waited out a backoff between retries";
 }
-
-impl Situation {
-    pub const COUNT: usize = 18;
-
-    pub const ALL: [Situation; Situation::COUNT] = [
-        Situation::ClaimTakenOver,
-        Situation::StaleApplyRefused,
-        Situation::ProviderTimeoutAfterAccept,
-        Situation::ReconcileFoundApplied,
-        Situation::LeaseLostMidItem,
-        Situation::DoneRefused,
-        Situation::ProviderDeduplicated,
-        Situation::ProviderRefused,
-        Situation::ItemFailed,
-        Situation::ItemReleased,
-        Situation::RenewalGranted,
-        Situation::StopWhileHolding,
-        Situation::PassDeadline,
-        Situation::StoreReplyLost,
-        Situation::ReconcileFoundUnknown,
-        Situation::StatusReadFailed,
-        Situation::StoreUnavailable,
-        Situation::StopDuringBackoff,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Situation::ClaimTakenOver => "claim-taken-over",
-            Situation::StaleApplyRefused => "stale-apply-refused",
-            Situation::ProviderTimeoutAfterAccept => "provider-timeout-after-accept",
-            Situation::ReconcileFoundApplied => "reconcile-found-applied",
-            Situation::LeaseLostMidItem => "lease-lost-mid-item",
-            Situation::DoneRefused => "done-refused",
-            Situation::ProviderDeduplicated => "provider-deduplicated",
-            Situation::ProviderRefused => "provider-refused",
-            Situation::ItemFailed => "item-failed",
-            Situation::ItemReleased => "item-released",
-            Situation::RenewalGranted => "renewal-granted",
-            Situation::StopWhileHolding => "stop-while-holding",
-            Situation::PassDeadline => "pass-deadline",
-            Situation::StoreReplyLost => "store-reply-lost",
-            Situation::ReconcileFoundUnknown => "reconcile-found-unknown",
-            Situation::StatusReadFailed => "status-read-failed",
-            Situation::StoreUnavailable => "store-unavailable",
-            Situation::StopDuringBackoff => "stop-during-backoff",
-        }
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Situation::ClaimTakenOver => "a claim was granted on an item whose claim had expired",
-            Situation::StaleApplyRefused => "the store refused an apply carrying a stale token",
-            Situation::ProviderTimeoutAfterAccept => {
-                "the provider carried out an effect and its reply was lost"
-            }
-            Situation::ReconcileFoundApplied => "a lookup found the effect already applied",
-            Situation::LeaseLostMidItem => {
-                "a worker learned it lost a claim after applying a chunk under it"
-            }
-            Situation::DoneRefused => "a done-mark was refused: the final status write failed",
-            Situation::ProviderDeduplicated => "the provider answered a duplicate key",
-            Situation::ProviderRefused => "the provider refused an item for good",
-            Situation::ItemFailed => "an item ended failed",
-            Situation::ItemReleased => "an item was released for another attempt",
-            Situation::RenewalGranted => "a renewal extended a claim",
-            Situation::StopWhileHolding => "stop() was called while its replica held a claim",
-            Situation::PassDeadline => "a pass ended at its deadline with items still open",
-            Situation::StoreReplyLost => "a store write was applied and its reply lost",
-            Situation::ReconcileFoundUnknown => {
-                "a lookup found the key unknown: the effect is applied again under the same key"
-            }
-            Situation::StatusReadFailed => "a status read failed in transport",
-            Situation::StoreUnavailable => {
-                "a pass ended because the store stayed unreachable through every retry"
-            }
-            Situation::StopDuringBackoff => {
-                "stop() was called while a pass waited out a backoff between retries"
-            }
-        }
-    }
-}
-
-impl SituationName for Situation {
-    const ALL: &'static [Situation] = &Situation::ALL;
-
-    fn name(self) -> &'static str {
-        Situation::name(self)
-    }
-
-    fn describe(self) -> &'static str {
-        Situation::describe(self)
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl fmt::Display for Situation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A set of the system's situations.
-pub type SituationSet = leasesim_invariants::SituationSet<Situation>;
 
 /// One replica's worker side, as coverage needs it.
 #[derive(Debug, Default)]
@@ -498,15 +406,8 @@ mod tests {
     }
 
     #[test]
-    fn a_correct_run_reaches_no_situation_and_names_round_trip() {
+    fn a_correct_run_reaches_no_situation() {
         assert!(reached(&Script::correct_run()).is_empty());
-        for situation in Situation::ALL {
-            assert_eq!(
-                <Situation as SituationName>::from_name(situation.name()),
-                Some(situation)
-            );
-            assert!(!situation.describe().is_empty());
-        }
         // A stop after the claim ended, or a release for a stop, reaches nothing.
         let mut s = Script::new();
         s.at(100).pass_start(R1, 1);
