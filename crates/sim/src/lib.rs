@@ -148,3 +148,29 @@ pub fn simulate<S: System>(
     drop(sim);
     run
 }
+
+/// Where two workers part: the first seed of `seeds` on which `scenario` with workers from
+/// `other` runs differently from workers from `reference` (trace hash, events or steps), or
+/// `None` when every run is the same, byte for byte. A defect engine's faithfulness test
+/// asks it of the engine without a flaw (`None` expected) and of each flaw (a seed
+/// expected). Panics when a reference run does not complete: a reference that times out
+/// proves nothing.
+pub fn first_divergence<S: System>(
+    scenario: &Rc<Scenario<S>>,
+    reference: &Rc<WorkerFactory<S>>,
+    other: &Rc<WorkerFactory<S>>,
+    seeds: std::ops::Range<u64>,
+) -> Option<u64> {
+    seeds.into_iter().find(|&seed| {
+        let expected = simulate(scenario, reference, SimConfig::seeded(seed), false, None);
+        assert!(
+            expected.outcome.is_completed(),
+            "{} seed {seed}: the reference run ended {:?}",
+            scenario.name,
+            expected.outcome
+        );
+        let actual = simulate(scenario, other, SimConfig::seeded(seed), false, None);
+        (actual.trace_hash, actual.events_emitted, actual.steps)
+            != (expected.trace_hash, expected.events_emitted, expected.steps)
+    })
+}

@@ -8,9 +8,8 @@
 
 use std::rc::Rc;
 
-use leasesim_rt::SimConfig;
 use leasesim_sim::scenario::load_scenario;
-use leasesim_sim::{Scenario, simulate};
+use leasesim_sim::{Scenario, first_divergence};
 
 use crate::HolderLock;
 use crate::defects::engine_of;
@@ -30,26 +29,35 @@ fn the_engine_without_flaws_reproduces_the_correct_workers_trace() {
     let faithful: Rc<WorkerFactory> = Rc::new(|ports: HolderPorts| {
         Rc::new(engine_of(ports, Flaws::NONE)) as Rc<dyn WorkerUnderTest>
     });
-    for name in [
+    let names = [
         "holder-stop-anywhere",
         "holder-pauses",
         "holder-no-cas",
         "holder-swarm",
-    ] {
-        let scenario = scenario(name);
-        for seed in 0..3 {
-            let expected = simulate(&scenario, &correct, SimConfig::seeded(seed), false, None);
-            let actual = simulate(&scenario, &faithful, SimConfig::seeded(seed), false, None);
-            assert!(
-                expected.outcome.is_completed(),
-                "{name}/{seed}: {:?}",
-                expected.outcome
-            );
-            assert_eq!(
-                (actual.trace_hash, actual.events_emitted, actual.steps),
-                (expected.trace_hash, expected.events_emitted, expected.steps),
-                "{name} seed {seed}: the flawless engine diverged from the correct worker"
-            );
-        }
+    ];
+    for name in names {
+        let diverged = first_divergence(&scenario(name), &correct, &faithful, 0..3);
+        assert_eq!(
+            diverged, None,
+            "{name}: the flawless engine diverged at this seed"
+        );
+    }
+}
+
+#[test]
+fn each_defect_changes_the_trace_somewhere() {
+    // Flaws that changed nothing would make the worker the correct one under another name.
+    let correct: Rc<WorkerFactory> = Rc::new(correct_worker);
+    let names = ["holder-steady", "holder-slow-release", "holder-pauses", "holder-swarm"];
+    for defect in crate::defects::DEFECTS {
+        let flaws_of = defect.build;
+        let flawed: Rc<WorkerFactory> = Rc::new(move |ports: HolderPorts| {
+            let flaws = flaws_of(ports.replica);
+            Rc::new(engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
+        });
+        let diverged = names
+            .iter()
+            .find_map(|name| first_divergence(&scenario(name), &correct, &flawed, 0..3));
+        assert!(diverged.is_some(), "{} changed no trace", defect.info.name);
     }
 }

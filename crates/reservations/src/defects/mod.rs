@@ -143,6 +143,9 @@ pub fn engine_of(ports: WorkerPorts, flaws: Flaws) -> DefectiveWorker {
 }
 
 #[cfg(test)]
+mod faithful;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

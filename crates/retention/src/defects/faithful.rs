@@ -8,9 +8,8 @@
 
 use std::rc::Rc;
 
-use leasesim_rt::SimConfig;
 use leasesim_sim::scenario::load_scenario;
-use leasesim_sim::{Scenario, simulate};
+use leasesim_sim::{Scenario, first_divergence};
 
 use crate::Retention;
 use crate::ports::{WorkerFactory, correct_worker};
@@ -36,20 +35,10 @@ fn the_engine_without_flaws_reproduces_the_correct_workers_trace() {
     let correct: Rc<WorkerFactory> = Rc::new(correct_worker);
     let faithful: Rc<WorkerFactory> = Rc::new(FaithfulWorker::from_ports);
     for name in ["stop-anywhere", "renewal-rejection", "reply-lost", "swarm"] {
-        let scenario = scenario(name);
-        for seed in 0..2 {
-            let expected = simulate(&scenario, &correct, SimConfig::seeded(seed), false, None);
-            let actual = simulate(&scenario, &faithful, SimConfig::seeded(seed), false, None);
-            assert!(
-                expected.outcome.is_completed(),
-                "{name}/{seed}: {:?}",
-                expected.outcome
-            );
-            assert_eq!(
-                (actual.trace_hash, actual.events_emitted, actual.steps),
-                (expected.trace_hash, expected.events_emitted, expected.steps),
-                "{name} seed {seed}: the flawless engine diverged from the correct worker"
-            );
-        }
+        let diverged = first_divergence(&scenario(name), &correct, &faithful, 0..2);
+        assert_eq!(
+            diverged, None,
+            "{name}: the flawless engine diverged at this seed"
+        );
     }
 }

@@ -9,9 +9,8 @@
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
-use leasesim_rt::SimConfig;
 use leasesim_sim::scenario::load_scenario;
-use leasesim_sim::{Scenario, simulate};
+use leasesim_sim::{Scenario, first_divergence};
 use work_items_worker::{RunError, RunReport};
 
 use super::engine::{Engine, Flaw};
@@ -66,21 +65,11 @@ fn the_engine_without_a_flaw_reproduces_the_production_workers_trace() {
     let correct: Rc<WorkerFactory> = Rc::new(correct_worker);
     let flawless = engine_factory(None);
     for name in SCENARIOS {
-        let scenario = scenario(name);
-        for seed in 0..3 {
-            let expected = simulate(&scenario, &correct, SimConfig::seeded(seed), false, None);
-            let actual = simulate(&scenario, &flawless, SimConfig::seeded(seed), false, None);
-            assert!(
-                expected.outcome.is_completed(),
-                "{name}/{seed}: {:?}",
-                expected.outcome
-            );
-            assert_eq!(
-                (actual.trace_hash, actual.events_emitted, actual.steps),
-                (expected.trace_hash, expected.events_emitted, expected.steps),
-                "{name} seed {seed}: the flawless engine diverged from the production worker"
-            );
-        }
+        let diverged = first_divergence(&scenario(name), &correct, &flawless, 0..3);
+        assert_eq!(
+            diverged, None,
+            "{name}: the flawless engine diverged at this seed"
+        );
     }
 }
 
@@ -101,11 +90,10 @@ fn each_flaw_changes_the_trace_somewhere() {
     for (flaw, name) in flaws {
         let scenario = scenario(name);
         let flawed = engine_factory(Some(flaw));
-        let differs = (0..5).any(|seed| {
-            let expected = simulate(&scenario, &correct, SimConfig::seeded(seed), false, None);
-            let actual = simulate(&scenario, &flawed, SimConfig::seeded(seed), false, None);
-            actual.trace_hash != expected.trace_hash
-        });
-        assert!(differs, "{flaw:?} changed no trace of {name} in 5 seeds");
+        let diverged = first_divergence(&scenario, &correct, &flawed, 0..5);
+        assert!(
+            diverged.is_some(),
+            "{flaw:?} changed no trace of {name} in 5 seeds"
+        );
     }
 }
