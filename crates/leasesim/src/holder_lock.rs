@@ -2,7 +2,7 @@
 //! that runs a job under a holder-token claim, and to check it, with `leasesim` as its only
 //! dependency.
 //!
-//! A worker is built from [`HolderPorts`] (the replica's clock, store, token source and job,
+//! A worker is built from [`WorkerPorts`] (the replica's clock, store, token source and job,
 //! and **the settings the run judges it against**: `ports.config`, the claim's key, lifetime
 //! and renewal interval) and implements [`WorkerUnderTest`]: one attempt per `run()`, and
 //! `stop()`. The port traits ([`Clock`], [`Store`], [`TokenSource`], [`Job`]) are the
@@ -18,8 +18,8 @@ pub use holder_lock_worker::{
     JobRunner, LossCause, Release, Removal, Renewal, RunError, Store, StoreError, TokenSource,
 };
 pub use leasesim_holder_lock::{
-    HolderLock, HolderPorts, Scenario, SimClock, SimJob, SimStore, SimTokens, SimWorker,
-    WorkerFactory, WorkerUnderTest, correct_worker_of,
+    HolderLock, Scenario, SimClock, SimJob, SimStore, SimTokens, SimWorker, WorkerFactory,
+    WorkerPorts, WorkerUnderTest, correct_worker_of,
 };
 
 use crate::check::{Check, IntoScenario, check_system};
@@ -34,7 +34,7 @@ use crate::check::{Check, IntoScenario, check_system};
 pub fn check<W, F>(scenario: impl IntoScenario<HolderLock>, make: F) -> Check<HolderLock>
 where
     W: WorkerUnderTest + 'static,
-    F: Fn(HolderPorts) -> W + 'static,
+    F: Fn(WorkerPorts) -> W + 'static,
 {
     let factory: Rc<WorkerFactory> =
         Rc::new(move |ports| Rc::new(make(ports)) as Rc<dyn WorkerUnderTest>);
@@ -44,9 +44,9 @@ where
 /// Everything of [`crate::holder_lock`], its check entry point and the strategies.
 pub mod prelude {
     pub use super::{
-        AttemptEnd, AttemptReport, ClaimConfig, Clock, Found, HolderPorts, HolderToken, Job,
-        JobError, LocalBoxFuture, LossCause, Release, Removal, Renewal, RunError, SimClock, SimJob,
-        SimStore, SimTokens, Store, StoreError, TokenSource, WorkerUnderTest, check,
+        AttemptEnd, AttemptReport, ClaimConfig, Clock, Found, HolderToken, Job, JobError,
+        LocalBoxFuture, LossCause, Release, Removal, Renewal, RunError, SimClock, SimJob, SimStore,
+        SimTokens, Store, StoreError, TokenSource, WorkerPorts, WorkerUnderTest, check,
     };
     pub use crate::{CheckFailure, CheckSummary, Strategy};
 }

@@ -82,7 +82,7 @@ macro_rules! construction_tests {
 construction_tests!(
     holder_lock,
     leasesim::holder_lock::check,
-    leasesim::holder_lock::HolderPorts,
+    leasesim::holder_lock::WorkerPorts,
     holder_lock_worker::ClaimConfig,
     leasesim_holder_lock::ports::probe_construction,
     leasesim::holder_lock::correct_worker_of,

@@ -5,7 +5,7 @@
 //! - *port*: [`SimCounter`], the core's [`CounterPort`] built on the shared
 //!   `leasesim_sim::Port` of one replica (its clock, its pauses, the faulty network).
 //! - *worker under test*: [`ToyWorker`], what the world calls: `run()` and `stop()`.
-//! - *factory*: builds one worker per replica from its [`ToyPorts`] (at start and on restart).
+//! - *factory*: builds one worker per replica from its [`WorkerPorts`] (at start and on restart).
 //! - *driver*: calls `run()` on a jittered schedule, marking the replica between rounds (so a
 //!   stop `at = "between-terms"` can land there) and noting each round's start and end.
 
@@ -19,7 +19,7 @@ use super::events::{Answer, Note, Op, Request, RoundEnd, Toy};
 use super::worker::{Bumper, CallError, CounterPort, Flaw};
 
 /// What a toy worker is built from.
-pub struct ToyPorts {
+pub struct WorkerPorts {
     pub counter: SimCounter,
 }
 
@@ -66,11 +66,11 @@ impl<P: CounterPort> ToyWorker for Bumper<P> {
 /// The toy's workers on the world's port.
 impl Workers for Toy {
     type Worker = dyn ToyWorker;
-    type Ports = ToyPorts;
+    type Ports = WorkerPorts;
 
     /// The ports of `replica`, built on the world.
-    fn ports(world: &Rc<World<Toy>>, replica: ReplicaId) -> ToyPorts {
-        ToyPorts {
+    fn ports(world: &Rc<World<Toy>>, replica: ReplicaId) -> WorkerPorts {
+        WorkerPorts {
             counter: SimCounter(Port::new(world.clone(), replica)),
         }
     }
@@ -91,7 +91,7 @@ impl Workers for Toy {
             "double-bump" => Some(Flaw::DoubleBump),
             _ => return None,
         };
-        Some(Rc::new(move |ports: ToyPorts| {
+        Some(Rc::new(move |ports: WorkerPorts| {
             Rc::new(Bumper::new(ports.counter, flaw)) as Rc<dyn ToyWorker>
         }))
     }

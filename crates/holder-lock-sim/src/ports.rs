@@ -27,7 +27,7 @@ use crate::settings::CLAIM_SETTINGS;
 ///
 /// **`config` is what the run judges the worker against**: the scenario's `[claim]` section
 /// (or what a swarm run drew from it): the key, the lifetime, the renewal interval.
-pub struct HolderPorts {
+pub struct WorkerPorts {
     pub replica: ReplicaId,
     pub config: ClaimConfig,
     pub clock: SimClock,
@@ -83,7 +83,7 @@ impl WorkerUnderTest for SimWorker {
 /// Probes the core's constructor against the run's configuration and the claim rules
 /// (`settings::CLAIM_SETTINGS`), building with `build`; records a finding as a
 /// `Note::Construction` of the replica (judged by `construction`).
-pub fn probe_construction(ports: &HolderPorts, build: impl Fn(&ClaimConfig) -> Built) {
+pub fn probe_construction(ports: &WorkerPorts, build: impl Fn(&ClaimConfig) -> Built) {
     ports
         .clock
         .0
@@ -91,7 +91,7 @@ pub fn probe_construction(ports: &HolderPorts, build: impl Fn(&ClaimConfig) -> B
 }
 
 /// Builds the production core from `config` on clones of `ports`, for the construction probe.
-fn build_core(ports: &HolderPorts, config: &ClaimConfig) -> Built {
+fn build_core(ports: &WorkerPorts, config: &ClaimConfig) -> Built {
     let built = JobRunner::new(
         config.clone(),
         ports.clock.clone(),
@@ -115,7 +115,7 @@ fn build_core(ports: &HolderPorts, config: &ClaimConfig) -> Built {
 }
 
 /// The production worker built on one replica's ports, after its construction probe.
-pub fn correct_worker_of(ports: HolderPorts) -> SimWorker {
+pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
     probe_construction(&ports, |config| build_core(&ports, config));
     JobRunner::new(
         ports.config,
@@ -128,7 +128,7 @@ pub fn correct_worker_of(ports: HolderPorts) -> SimWorker {
 }
 
 /// The factory of the production worker (`correct`).
-pub fn correct_worker(ports: HolderPorts) -> Rc<dyn WorkerUnderTest> {
+pub fn correct_worker(ports: WorkerPorts) -> Rc<dyn WorkerUnderTest> {
     Rc::new(correct_worker_of(ports))
 }
 
@@ -359,12 +359,12 @@ replica_of!(SimClock, SimStore, SimTokens, SimJob);
 /// The holder-lock workers: the production core and the defective ones, on the world's ports.
 impl Workers for HolderLock {
     type Worker = dyn WorkerUnderTest;
-    type Ports = HolderPorts;
+    type Ports = WorkerPorts;
 
     /// The ports of `replica`, built on the world.
-    fn ports(world: &Rc<World<HolderLock>>, replica: ReplicaId) -> HolderPorts {
+    fn ports(world: &Rc<World<HolderLock>>, replica: ReplicaId) -> WorkerPorts {
         let port = Port::new(world.clone(), replica);
-        HolderPorts {
+        WorkerPorts {
             replica,
             config: world.profile().system.claim.clone(),
             clock: SimClock(port.clone()),
@@ -395,7 +395,7 @@ impl Workers for HolderLock {
             .iter()
             .find(|d| d.info.name == name)?
             .build;
-        Some(Rc::new(move |ports: HolderPorts| {
+        Some(Rc::new(move |ports: WorkerPorts| {
             let flaws = flaws_of(ports.replica);
             Rc::new(crate::defects::engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
         }))

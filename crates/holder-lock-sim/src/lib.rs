@@ -35,7 +35,7 @@ use leasesim_sim::{ScenarioError, System};
 
 pub use events::HolderLock;
 pub use ports::{
-    HolderPorts, SimClock, SimJob, SimStore, SimTokens, SimWorker, WorkerFactory, WorkerUnderTest,
+    SimClock, SimJob, SimStore, SimTokens, SimWorker, WorkerFactory, WorkerPorts, WorkerUnderTest,
     correct_worker, correct_worker_of,
 };
 

@@ -28,7 +28,7 @@ use holder_lock_worker::{AttemptReport, RunError};
 use leasesim_events::ReplicaId;
 use leasesim_sim::{Defect, WorkerInfo};
 
-use crate::ports::{HolderPorts, SimClock, SimJob, SimStore, SimTokens, WorkerUnderTest};
+use crate::ports::{SimClock, SimJob, SimStore, SimTokens, WorkerPorts, WorkerUnderTest};
 use engine::Engine;
 use flaws::{Flaws, ReleaseFlaw, TokenFlaw, TrustFlaw};
 
@@ -137,7 +137,7 @@ pub const DEFECTS: &[Defect<FlawsOf>] = &[
 ];
 
 /// The engine with `flaws` on one replica's ports.
-pub fn engine_of(ports: HolderPorts, flaws: Flaws) -> SimEngine {
+pub fn engine_of(ports: WorkerPorts, flaws: Flaws) -> SimEngine {
     let parts = (ports.clock, ports.store, ports.tokens, ports.job);
     Engine::new(ports.config, parts, flaws)
         .expect("scenario loading validated the claim configuration")
