@@ -1,4 +1,4 @@
-//! Conformance of a reservation store (seed 002): holds, claims and the guarded transition
+//! Conformance of a reservation store (design 002): holds, claims and the guarded transition
 //! against the simulated model ([`leasesim_stores::reservations::ReservationModel`]).
 //!
 //! Terminology:

@@ -1,4 +1,4 @@
-//! Conformance of a work-items item store (seed 001): claims with a store-wide fencing token
+//! Conformance of a work-items item store (design 001): claims with a store-wide fencing token
 //! and fenced writes, against the simulated model
 //! ([`leasesim_stores::work_items::WorkItemModel`]).
 //!

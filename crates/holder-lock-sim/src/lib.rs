@@ -1,4 +1,4 @@
-//! leasesim-holder-lock: the holder-token claim of seed 004, as a system of the harness.
+//! leasesim-holder-lock: the holder-token claim of design 004, as a system of the harness.
 //!
 //! A job runs under a claim in a volatile key-value store: a key created only if absent,
 //! with a lifetime after which the store forgets it. Releasing the claim by deleting the key
@@ -59,5 +59,5 @@ pub fn load_scenario(path: &std::path::Path) -> Result<Scenario, ScenarioError> 
 impl System for HolderLock {
     const NAME: &'static str = "holder-lock";
     const DESCRIPTION: &'static str =
-        "seed 004: a job run under a holder-token claim in a volatile key-value store";
+        "design 004: a job run under a holder-token claim in a volatile key-value store";
 }

@@ -5,7 +5,7 @@
 //!   lifetime=3000ms`); the shared part (time, replica, `->`, `applied #N:`, `<-`) is
 //!   `leasesim::trace`'s. Lifetime ends are shown relative to the start of the run.
 //! - *annotations*: a line of its own when a claim passes from one replica to another, and
-//!   when a delete removes a claim another replica made (the seed's third worker walks in
+//!   when a delete removes a claim another replica made (the design's third worker walks in
 //!   through that door).
 //! - *strokes*: a claim the store made starts a held claim on the replica's lane (labelled
 //!   with the token's serial), the attempt's end ends it; job steps are effects (drawn as

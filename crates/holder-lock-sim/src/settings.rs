@@ -23,7 +23,7 @@ use toml::Spanned;
 
 use crate::events::{CLAIM_KEY, Forgetting, HolderLock};
 
-/// How long a worker trusts a claim of `lifetime_ms`: four fifths of it (the seed's rule,
+/// How long a worker trusts a claim of `lifetime_ms`: four fifths of it (the design's rule,
 /// worked out here apart from the core's).
 fn trusted_ms(lifetime_ms: u64) -> u64 {
     lifetime_ms - lifetime_ms / 5

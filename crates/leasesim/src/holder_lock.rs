@@ -1,4 +1,4 @@
-//! The holder-lock system (seed 004): everything a test needs to write a worker of its own
+//! The holder-lock system (design 004): everything a test needs to write a worker of its own
 //! that runs a job under a holder-token claim, and to check it, with `leasesim` as its only
 //! dependency.
 //!

@@ -8,7 +8,8 @@
 //! - *worker*: the code under test: `correct` (the system's production core), a defective
 //!   worker, or your own type implementing the system's worker trait.
 //! - *seed*: one run. The same scenario, worker, strategy and seed give the same run, byte for
-//!   byte, on every machine.
+//!   byte, on every machine. (The design documents the built-in systems implement are
+//!   *designs*: retention is design 000, work-items 001, reservations 002, holder-lock 004.)
 //! - *check*: many seeds of one scenario against one worker, from a test:
 //!
 //! ```no_run

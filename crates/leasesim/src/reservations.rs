@@ -1,4 +1,4 @@
-//! The reservation system (seed 002): everything a test needs to write an expiry worker of its
+//! The reservation system (design 002): everything a test needs to write an expiry worker of its
 //! own and check it, with `leasesim` as its only dependency.
 //!
 //! A worker is built from [`WorkerPorts`] (the replica's store, dead-letter, clock and token

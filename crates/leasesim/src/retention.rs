@@ -1,4 +1,4 @@
-//! The retention system (seed 000): everything a test needs to write a retention worker of
+//! The retention system (design 000): everything a test needs to write a retention worker of
 //! its own and check it, with `leasesim` as its only dependency.
 //!
 //! A worker is built from [`WorkerPorts`] (the replica's clock, lease service,

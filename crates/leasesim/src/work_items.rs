@@ -1,4 +1,4 @@
-//! The work-items system (seed 001): everything a test needs to write a work-item worker of
+//! The work-items system (design 001): everything a test needs to write a work-item worker of
 //! its own and check it, with `leasesim` as its only dependency.
 //!
 //! A worker is built from [`WorkerPorts`] (the replica's clock, item store and provider,

@@ -549,7 +549,7 @@ fn shrink_stale_release_shortens_the_trace_and_its_choices_replay() {
 #[test]
 fn shrink_uncapped_stays_minimal_and_its_choices_replay() {
     // A run stops at its first violation, and uncapped breaks `term-cap` in its first term
-    // (acquire, five full batches, a sixth applied): the seed's trace is already minimal, so
+    // (acquire, five full batches, a sixth applied): the design's trace is already minimal, so
     // M == N is the right answer here; M must not grow.
     let (_, shrunk, _) = shrink_and_replay("uncapped", "backlog-cap", "0");
     assert!(

@@ -1,4 +1,4 @@
-//! The holder-lock system (seed 004): the harness finds every defect of the seed's "costs you
+//! The holder-lock system (design 004): the harness finds every defect of the design's "costs you
 //! the question" list, each by its own invariants, and the production core survives every
 //! scenario; each scenario makes the situation it is named after happen.
 //!
@@ -27,7 +27,7 @@ use leasesim_sim::scenario::StopAt;
 type Scenario = leasesim_sim::Scenario<HolderLock>;
 type Report = RunReport<HolderLock>;
 
-/// The seed's list, each with the invariants that must name it. Written out here on purpose
+/// The design's list, each with the invariants that must name it. Written out here on purpose
 /// (not read from the catalogue) so that the catalogue cannot drift unnoticed.
 const DEFECTS: [(&str, &[Invariant]); 7] = [
     (

@@ -19,7 +19,7 @@ use leasesim_sim::scenario::StopAt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-/// The five findings of the seed review, each with the invariants that must name it. Written
+/// The five findings of the design review, each with the invariants that must name it. Written
 /// out here on purpose (not read from the defect table) so the table cannot drift unnoticed.
 const FINDINGS: [(&str, &[Invariant]); 5] = [
     (

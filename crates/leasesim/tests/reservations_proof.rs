@@ -1,4 +1,4 @@
-//! The reservation system (seed 002): the harness finds each defect by its own invariant, the
+//! The reservation system (design 002): the harness finds each defect by its own invariant, the
 //! production worker survives every scenario, and each scenario makes its situation happen.
 //!
 //! The full-size figures (20,000 seeds per scenario; seeds-to-detect over 20 ranges) are

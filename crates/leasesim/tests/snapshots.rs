@@ -79,7 +79,7 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("swallowed-release", "holder-long-jobs", 0, 25),
     ("long-lifetime", "holder-long-jobs", 0, 25),
     ("trust-from-answer", "holder-slow-timers", 2, 25),
-    // reservations (seed 002)
+    // reservations (design 002)
     ("unguarded-expire", "expiry-consume-race", 0, 25),
     ("read-then-write-claim", "expiry-claim-takeover", 0, 25),
     ("tokenless-release", "expiry-claim-takeover", 0, 35),
@@ -88,7 +88,7 @@ const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
     ("worker-clock-claim", "expiry-clock-skew", 0, 25),
     ("token-per-worker", "expiry-steady", 0, 25),
     ("release-skipped-on-error", "expiry-transient-errors", 0, 25),
-    // work-items (seed 001)
+    // work-items (design 001)
     ("plain-write-claim", "items-steady", 0, 17),
     ("unfenced-apply", "items-clock-skew", 0, 34),
     ("keyless-retry", "items-provider-timeouts", 0, 22),

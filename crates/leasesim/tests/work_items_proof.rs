@@ -1,4 +1,4 @@
-//! The work-items system (seed 001): the harness catches each naive shape the seed warns
+//! The work-items system (design 001): the harness catches each naive shape the seed warns
 //! about by its own invariant, the production core survives every scenario, and each scenario
 //! makes the situation it is named after happen.
 //!
@@ -31,7 +31,7 @@ use leasesim_work_items::events::{
 type Scenario = leasesim_sim::Scenario<WorkItems>;
 type Report = RunReport<WorkItems>;
 
-/// The seed's naive shapes, each with the invariant that must name it. Written out here on
+/// The design's naive shapes, each with the invariant that must name it. Written out here on
 /// purpose (not read from the defect table) so the table cannot drift unnoticed.
 const NAIVE_SHAPES: [(&str, &[Invariant]); 8] = [
     ("plain-write-claim", &[Invariant::ClaimableOnly]),
@@ -230,7 +230,7 @@ fn every_item_was_done_on_its_first_claim(report: &Report) -> bool {
     claims == dones && dones > 0 && !trouble && lost.is_empty() && tally_done
 }
 
-/// items-ugly-transition: the seed's sequence. A replica claims an item and pauses holding
+/// items-ugly-transition: the design's sequence. A replica claims an item and pauses holding
 /// it; the claim expires and another replica is granted the item; the first replica's
 /// provider apply of that item was accepted with its reply lost; after the takeover the first
 /// replica gets lease-lost for a write of its claim (its renewal or its done-mark), and the

@@ -1,4 +1,4 @@
-//! A real run of the holder-lock system (seed 004): replicas of a job runner (the production
+//! A real run of the holder-lock system (design 004): replicas of a job runner (the production
 //! core or a defective one) on tokio, claiming one key on Redis, judged by the holder-lock
 //! checkers.
 //!

@@ -1,4 +1,4 @@
-//! A real run of the reservations system (seed 002): replicas of an expiry worker (the
+//! A real run of the reservations system (design 002): replicas of an expiry worker (the
 //! production core or a defective one) on tokio against a reservation store on SQLite or
 //! PostgreSQL, while support agents place and consume holds, judged by the reservations
 //! checkers.

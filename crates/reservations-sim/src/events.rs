@@ -438,7 +438,7 @@ pub mod notes {
     pub const CONSTRUCTION: u32 = mask::note(4);
 }
 
-/// The reservation expiry system (seed 002).
+/// The reservation expiry system (design 002).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Reservations;
 

@@ -1,4 +1,4 @@
-//! leasesim-reservations: reservation expiry (seed 002) as a system of the harness.
+//! leasesim-reservations: reservation expiry (design 002) as a system of the harness.
 //!
 //! Support agents place holds with a deadline and consume some of them at any moment; several
 //! worker nodes claim the due holds from the store and expire them with a guarded transition
@@ -61,6 +61,6 @@ pub fn load_scenario(path: &std::path::Path) -> Result<Scenario, ScenarioError> 
 /// [`services`], [`driver`], [`ports`] and [`render`].
 impl System for Reservations {
     const NAME: &'static str = "reservations";
-    const DESCRIPTION: &'static str = "seed 002: workers claim due holds and expire them with a guarded \
+    const DESCRIPTION: &'static str = "design 002: workers claim due holds and expire them with a guarded \
          transition, a retry policy and dead letters, while agents consume holds";
 }

@@ -76,7 +76,7 @@ fn each_rule_is_named_in_order() {
     assert_eq!(
         refused(WorkerConfig::default()),
         None,
-        "the seed's defaults are valid"
+        "the design's defaults are valid"
     );
     let defaults = WorkerConfig::default();
     assert_eq!((defaults.batch_size, defaults.claim_for_ms), (50, 60_000));

@@ -1,4 +1,4 @@
-//! leasesim-retention: the retention worker of seed 000, as a system of the harness.
+//! leasesim-retention: the retention worker of design 000, as a system of the harness.
 //!
 //! Several replicas run a retention worker; only the current lease holder may delete old rows;
 //! the lease service rotates a fencing token on every renewal and the record store rejects
@@ -62,7 +62,7 @@ pub fn load_scenario(path: &std::path::Path) -> Result<Scenario, ScenarioError> 
 impl System for Retention {
     const NAME: &'static str = "retention";
     const DESCRIPTION: &'static str =
-        "seed 000: a lease-fenced worker deleting old rows in capped batches (fencing tokens)";
+        "design 000: a lease-fenced worker deleting old rows in capped batches (fencing tokens)";
 }
 
 /// A boxed `run()` future of a worker (what [`WorkerUnderTest::run`] returns).

@@ -17,7 +17,7 @@
 //!   less by the time the case took so far.
 //! - *two-step release*: a read of the key followed by a delete if it held the token
 //!   ([`get_then_delete`]): what a worker does on a store without compare-and-delete, and
-//!   what the seed warns about: another claim can be written between the two steps, and the
+//!   what the design warns about: another claim can be written between the two steps, and the
 //!   delete then removes it.
 
 use std::cell::RefCell;
@@ -108,7 +108,7 @@ pub trait ClaimStoreKind {
     ) -> Result<Vec<Self::Connection>, StoreError>;
 }
 
-/// The two-step release the seed warns about: read `key`, and delete it if it held `token`.
+/// The two-step release the design warns about: read `key`, and delete it if it held `token`.
 /// Between the read and the delete another claim may be written; the delete then removes
 /// that one. `Deleted` when the delete removed something, `NotHolder` or `Absent` from the
 /// read.

@@ -24,10 +24,10 @@
 //! | [`retention`] | the retention store port, its setup and state, and the model behind it |
 //! | [`sqlite`] | SQLite through `rusqlite` (bundled library, no server) |
 //! | `postgres` | PostgreSQL through the `postgres` client (feature `postgres`) |
-//! | [`reservations`] | the reservations store port (seed 002), its setup and state, and the model behind it |
+//! | [`reservations`] | the reservations store port (design 002), its setup and state, and the model behind it |
 //! | [`holder_lock`] | the holder-lock claim store port, its setup and state, and the model behind it |
 //! | `redis` | Redis through the `redis` crate: the holder-lock claim (feature `redis`) |
-//! | [`work_items`] | the work-items item store port (seed 001), its setup and state, and the model behind it |
+//! | [`work_items`] | the work-items item store port (design 001), its setup and state, and the model behind it |
 //!
 //! ## Adding a system's adapters
 //!

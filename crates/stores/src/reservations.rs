@@ -1,4 +1,4 @@
-//! The reservations system's store port (seed 002): holds with deadlines, claims, and the
+//! The reservations system's store port (design 002): holds with deadlines, claims, and the
 //! guarded transition, as one connection sees them, and the simulated model behind it.
 //!
 //! Terminology:

@@ -1,4 +1,4 @@
-//! The work-items system's item store port (seed 001): items claimed with a lease and a
+//! The work-items system's item store port (design 001): items claimed with a lease and a
 //! store-wide fencing token, and fenced writes, as one connection sees them; and the
 //! simulated model behind the same port.
 //!

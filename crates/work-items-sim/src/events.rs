@@ -20,7 +20,7 @@ use serde::Serialize;
 
 pub use leasesim_events::{ClockMs, EPOCH_MS, Phase, ReplicaId, Stamped};
 
-/// The work-items system (seed 001): its marker type.
+/// The work-items system (design 001): its marker type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WorkItems;
 

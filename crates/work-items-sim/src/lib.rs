@@ -1,4 +1,4 @@
-//! leasesim-work-items: claimed work items (seed 001) as a system of the harness.
+//! leasesim-work-items: claimed work items (design 001) as a system of the harness.
 //!
 //! A nightly cleanup run is expanded into small items. Replicas claim an item with a
 //! conditional write that changes its owner and takes the next fencing token; each chunk of
@@ -63,6 +63,6 @@ pub fn load_scenario(path: &std::path::Path) -> Result<Scenario, ScenarioError> 
 /// [`services`], [`driver`], [`ports`] and [`render`].
 impl System for WorkItems {
     const NAME: &'static str = "work-items";
-    const DESCRIPTION: &'static str = "seed 001: workers claim small cleanup items with a fenced lease and commit \
+    const DESCRIPTION: &'static str = "design 001: workers claim small cleanup items with a fenced lease and commit \
          only while they own them (apply_if_owner, mark_done_if_owner, idempotent provider)";
 }

@@ -8,7 +8,7 @@
 //!   job's future).
 //! - *claimed effect*: with renewal on, the worker stops the job as soon as it can no longer
 //!   trust its claim, so every effect must land while the store holds the attempt's claim.
-//!   Without renewal the job runs on past its claim's deadline by design (the seed's story).
+//!   Without renewal the job runs on past its claim's deadline, as the design's story has it.
 //! - *unpreventable effect*: the one exception. When the store forgets the attempt's claim
 //!   (eviction, failover, restart: a ghost in the claim model), no worker can know before its
 //!   next renewal is answered; a step in between is excused while the forgotten claim would

@@ -12,7 +12,7 @@
 //!
 //! ## Contract audit
 //!
-//! [`audit`] maps every sentence of the seed's contract (the text) to the invariant
+//! [`audit`] maps every sentence of the design's contract (the text) to the invariant
 //! that catches it, or to the test that covers it where no run can show it.
 
 mod claims;

@@ -1,4 +1,4 @@
-//! The holder-lock system's defective workers: the seed's "saying these in an interview
+//! The holder-lock system's defective workers: the design's "saying these in an interview
 //! costs you the question" list, one defect each, kept apart from the production core.
 //!
 //! Terminology:
@@ -7,15 +7,15 @@
 //! - *catalogue*: [`DEFECTS`], one `Defect` per worker: its CLI name, what is wrong,
 //!   the invariants expected to catch it (its own first), and its switches.
 //!
-//! | worker | the seed's item | what it does |
+//! | worker | the design's item | what it does |
 //! |---|---|---|
 //! | `plain-delete` | releases the claim with a plain delete by key name | `delete` of the key, whatever it holds |
 //! | `read-then-delete` | believes a read, a compare, then a delete closes the race | `get`, compare in the worker, `delete`: two steps |
 //! | `fixed-token` | uses the host name or process id as the holder token | token = its process id (4100 + replica number) for every attempt |
-//! | `side-key` | (the seed's "stored with the claim, not beside it") | writes the token to `job:nightly-rollup:holder` too; the release checks that key, then deletes the claim by name |
-//! | `swallowed-release` | (the seed's "the signal you should not swallow") | a release that found the claim gone is reported as a deletion, and not counted |
+//! | `side-key` | (the design's "stored with the claim, not beside it") | writes the token to `job:nightly-rollup:holder` too; the release checks that key, then deletes the claim by name |
+//! | `swallowed-release` | (the design's "the signal you should not swallow") | a release that found the claim gone is reported as a deletion, and not counted |
 //! | `long-lifetime` | thinks a longer lifetime removes the need for a holder token | no token (every claim holds `1`), a lifetime four times as long |
-//! | `trust-from-answer` | (the seed's "assumes a claim can only be gone if its holder released it", on the clock's side) | trusts its claim for the whole lifetime on its own timer, counted from the create's (or renewal's) answer instead of four fifths from the send |
+//! | `trust-from-answer` | (the design's "assumes a claim can only be gone if its holder released it", on the clock's side) | trusts its claim for the whole lifetime on its own timer, counted from the create's (or renewal's) answer instead of four fifths from the send |
 
 pub mod engine;
 pub mod flaws;
@@ -53,7 +53,7 @@ pub fn process_id(replica: ReplicaId) -> u64 {
     4101 + u64::from(replica.0)
 }
 
-/// Every defective worker, in the seed's order.
+/// Every defective worker, in the design's order.
 pub const DEFECTS: &[Defect<FlawsOf>] = &[
     Defect {
         info: WorkerInfo {

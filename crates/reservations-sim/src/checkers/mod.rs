@@ -16,7 +16,7 @@
 //!
 //! ## Contract audit
 //!
-//! [`audit`] maps every sentence of the system's contract (seed 002, in this project's own
+//! [`audit`] maps every sentence of the system's contract (design 002, in this project's own
 //! words) to the invariant that catches it, or to the test that covers it where no run can.
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //!
 //! Terminology:
 //! - *defective worker*: the correct worker (`retention_worker::RetentionWorker`) with one named
-//!   defect, or, for [`naive`], the five defects of the seed review together. Each is a type
+//!   defect, or, for [`naive`], the five defects of the design review together. Each is a type
 //!   generic over the three ports, with the core's `new`, `run` and `stop`, and implements
 //!   [`WorkerUnderTest`] on the simulated ports.
 //! - *engine*: the shared implementation: a copy of the core's term logic with defect
@@ -62,7 +62,7 @@ pub use whole_batches::WholeBatchesWorker;
 /// Builds a defective worker on one replica's ports.
 pub type BuildWorker = fn(WorkerPorts) -> Rc<dyn WorkerUnderTest>;
 
-/// Every defective worker: `naive` first, then the seed review's five findings one by one,
+/// Every defective worker: `naive` first, then the design review's five findings one by one,
 /// then the extras (`stale-renewal` and `whole-batches` found by the contract audit of issue
 /// 11, the last two by mutation testing).
 pub const DEFECTS: &[Defect<BuildWorker>] = &[

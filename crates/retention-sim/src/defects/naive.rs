@@ -1,4 +1,4 @@
-//! `naive`: the worker as the seed review found it, with all five of its findings at once.
+//! `naive`: the worker as the design review found it, with all five of its findings at once.
 //!
 //! Terminology: as in the single-defect modules this worker combines.
 //!
@@ -26,7 +26,7 @@ pub const NAME: &str = "naive";
 /// The catalogue entry of this worker.
 pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
-    description: "all five findings of the seed review at once: interval renewals whose failures \
+    description: "all five findings of the design review at once: interval renewals whose failures \
                   go unobserved, release of the acquired lease, a cutoff per batch, no cap, and \
                   a stop that neither joins nor releases",
     caught_by: &[
@@ -41,7 +41,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
 };
 
 defective_worker! {
-    /// The seed review's worker: five defects together (see the module documentation).
+    /// The design review's worker: five defects together (see the module documentation).
     NaiveWorker,
     Flaws {
         renewal: RenewalFlaw::Interval,

@@ -4,7 +4,7 @@
 //! - *join*: `stop()` resolving only after the running term settled, its release included.
 //! - *acquire in flight at stop*: an acquire sent before `stop()` that answers a lease after.
 //!
-//! Differs from the correct worker in the three places of the seed review's fifth finding:
+//! Differs from the correct worker in the three places of the design review's fifth finding:
 //! - `stop()` sets the stop request and returns at once: it does not wait for the running
 //!   term, its call in flight, or its release;
 //! - a delete error ends the term without a release (the release is skipped, not guarded);

@@ -1,4 +1,4 @@
-//! The reservations system's store on PostgreSQL (seed 002).
+//! The reservations system's store on PostgreSQL (design 002).
 //!
 //! Terminology as on SQLite (see `crate::sqlite::reservations`). Every call runs in one
 //! `READ COMMITTED` transaction; a call on one hold first locks its row (`FOR UPDATE`) for
@@ -52,7 +52,7 @@ UPDATE reservations
  WHERE id IN (SELECT id FROM picked)
 RETURNING id, hold_until";
 
-/// The guarded transition (seed 002). `$1` id, `$2` eligible at.
+/// The guarded transition (design 002). `$1` id, `$2` eligible at.
 pub const EXPIRE: &str = "
 UPDATE reservations SET status = 'expired'
  WHERE id = $1 AND status = 'held' AND hold_until <= $2 AND NOT malformed";

@@ -1,4 +1,4 @@
-//! The work-items system's item store on PostgreSQL (seed 001).
+//! The work-items system's item store on PostgreSQL (design 001).
 //!
 //! Terminology as on SQLite (see `crate::sqlite::work_items`), but tokens come from a
 //! sequence (`work_item_tokens`, owned by `work_items.token`): a claim's `nextval` is taken

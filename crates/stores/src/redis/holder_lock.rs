@@ -1,4 +1,4 @@
-//! The holder-lock system's claim on Redis (seed 004).
+//! The holder-lock system's claim on Redis (design 004).
 //!
 //! Terminology:
 //! - *claim*: a key written only if absent, with a lifetime: `SET key token NX PX lifetime`.

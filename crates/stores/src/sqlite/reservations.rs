@@ -1,11 +1,11 @@
-//! The reservations system's store on SQLite (seed 002).
+//! The reservations system's store on SQLite (design 002).
 //!
 //! Terminology:
 //! - *hold row*: one row of `reservations`. `claim_token` is `NULL` while no claim is set
 //!   (never claimed, or released); a claim that ran out stays until a release frees it, and a
 //!   claim skips it once `claim_until <= :now`.
 //! - *conditional statement*: the `UPDATE` that does the work with every check in its
-//!   `WHERE` clause; the guarded transition is the seed's statement, word for word.
+//!   `WHERE` clause; the guarded transition is the design's statement, word for word.
 //! - *observation read*: the hold row read in the same transaction before the statement,
 //!   only to tell the caller what the statement did (`AlreadyDone` or `NotEligible`, which
 //!   claim a write replaced); it never decides whether the statement applies.
@@ -51,7 +51,7 @@ UPDATE reservations
                LIMIT :limit)
 RETURNING id, hold_until";
 
-/// The guarded transition (seed 002): held and due becomes expired; a malformed record is
+/// The guarded transition (design 002): held and due becomes expired; a malformed record is
 /// never changed.
 pub const EXPIRE: &str = "
 UPDATE reservations SET status = 'expired'
@@ -71,7 +71,7 @@ pub const CONSUME: &str = "
 UPDATE reservations SET status = 'consumed' WHERE id = :id AND status = 'held'
 RETURNING hold_until";
 
-/// Primitives only defective workers use (the anti-patterns the seed warns about).
+/// Primitives only defective workers use (the anti-patterns the design warns about).
 pub const EXPIRE_BY_ID: &str =
     "UPDATE reservations SET status = 'expired' WHERE id = :id AND malformed = 0";
 pub const READ_DUE: &str = "

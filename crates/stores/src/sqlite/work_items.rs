@@ -1,4 +1,4 @@
-//! The work-items system's item store on SQLite (seed 001).
+//! The work-items system's item store on SQLite (design 001).
 //!
 //! Terminology:
 //! - *item row*: one row of `work_items`, numbered from 0. `token` is the last claim's token

@@ -17,7 +17,7 @@
 //!
 //! ## Contract audit
 //!
-//! [`audit`] maps every sentence of the seed's contract (and of the issue that set this
+//! [`audit`] maps every sentence of the design's contract (and of the issue that set this
 //! system up) to the invariant that catches it, or to the test that covers it.
 
 mod claims;

@@ -2,7 +2,7 @@
 //!
 //! Terminology:
 //! - *defective worker*: the production worker with exactly one defect, one of the naive
-//!   shapes the seed warns about. Each is a [`DefectiveWorker`] whose engine has one flaw.
+//!   shapes the design warns about. Each is a [`DefectiveWorker`] whose engine has one flaw.
 //! - *engine*: a copy of the production worker's loop with defect switches (`engine/`); each
 //!   switched place carries a `// defect(<name>):` comment. With no flaw the engine gives the
 //!   production worker's traces byte for byte (the `faithful` test).
@@ -25,7 +25,7 @@ use crate::ports::{SimClock, SimProvider, SimStore, UnsafeStore, WorkerUnderTest
 use engine::Engine;
 pub use engine::Flaw;
 
-/// Every defective worker, in the order the seed's warnings come.
+/// Every defective worker, in the order the design's warnings come.
 pub const DEFECTS: &[Defect<Flaw>] = &[
     Defect {
         info: WorkerInfo {
