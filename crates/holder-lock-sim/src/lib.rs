@@ -35,8 +35,8 @@ use leasesim_sim::{ScenarioError, System};
 
 pub use events::HolderLock;
 pub use ports::{
-    SimClock, SimJob, SimStore, SimTokens, SimWorker, WorkerFactory, WorkerPorts, WorkerUnderTest,
-    correct_worker, correct_worker_of,
+    AnyWorker, SimClock, SimJob, SimStore, SimTokens, SimWorker, WorkerFactory, WorkerPorts,
+    WorkerUnderTest, correct_worker, correct_worker_of,
 };
 
 /// A scenario of the holder-lock system.

@@ -17,7 +17,8 @@ use holder_lock_worker::{
 };
 use leasesim_events::{NetFailure, ReplicaId};
 use leasesim_invariants::{Built, Readback};
-use leasesim_sim::{LocalTask, Port, WorkerInfo, Workers, World, catalogue};
+pub use leasesim_sim::WorkerUnderTest;
+use leasesim_sim::{Port, WorkerInfo, Workers, World, catalogue};
 
 use crate::events::{Answer, HolderLock, Key, Note, Request};
 use crate::services;
@@ -36,41 +37,29 @@ pub struct WorkerPorts {
     pub job: SimJob,
 }
 
-/// A holder-lock worker the world can drive.
-pub trait WorkerUnderTest {
-    /// One attempt (see `holder_lock_worker::JobRunner::run`).
-    fn run(&self) -> LocalBoxFuture<'_, Result<AttemptReport, RunError>>;
-    /// Stops the worker; resolves once it has quiesced.
-    fn stop(&self) -> LocalBoxFuture<'_, ()>;
-}
-
-impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Box<W> {
-    fn run(&self) -> LocalBoxFuture<'_, Result<AttemptReport, RunError>> {
-        (**self).run()
-    }
-
-    fn stop(&self) -> LocalBoxFuture<'_, ()> {
-        (**self).stop()
-    }
-}
-
-impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Rc<W> {
-    fn run(&self) -> LocalBoxFuture<'_, Result<AttemptReport, RunError>> {
-        (**self).run()
-    }
-
-    fn stop(&self) -> LocalBoxFuture<'_, ()> {
-        (**self).stop()
-    }
-}
+/// Any worker of this system the world can drive: the production core, a defective
+/// worker, or yours (implement [`WorkerUnderTest`] with this `Report`).
+pub type AnyWorker = dyn WorkerUnderTest<Report = Result<AttemptReport, RunError>>;
 
 /// Builds one holder-lock worker per replica.
 pub type WorkerFactory = leasesim_sim::WorkerFactory<HolderLock>;
 
-/// The production worker on simulated ports.
-pub type SimWorker = JobRunner<SimClock, SimStore, SimTokens, SimJob>;
+/// The production worker on simulated ports (a newtype: the shared `WorkerUnderTest` is
+/// implemented here, not on the core crate's type).
+pub struct SimWorker(pub JobRunner<SimClock, SimStore, SimTokens, SimJob>);
+
+/// The core's own methods (`config()`, ...) on the wrapped worker.
+impl std::ops::Deref for SimWorker {
+    type Target = JobRunner<SimClock, SimStore, SimTokens, SimJob>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
 
 impl WorkerUnderTest for SimWorker {
+    type Report = Result<AttemptReport, RunError>;
+
     fn run(&self) -> LocalBoxFuture<'_, Result<AttemptReport, RunError>> {
         Box::pin(JobRunner::run(self))
     }
@@ -117,18 +106,20 @@ fn build_core(ports: &WorkerPorts, config: &ClaimConfig) -> Built {
 /// The production worker built on one replica's ports, after its construction probe.
 pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
     probe_construction(&ports, |config| build_core(&ports, config));
-    JobRunner::new(
-        ports.config,
-        ports.clock,
-        ports.store,
-        ports.tokens,
-        ports.job,
+    SimWorker(
+        JobRunner::new(
+            ports.config,
+            ports.clock,
+            ports.store,
+            ports.tokens,
+            ports.job,
+        )
+        .expect("scenario loading validated the claim configuration"),
     )
-    .expect("scenario loading validated the claim configuration")
 }
 
 /// The factory of the production worker (`correct`).
-pub fn correct_worker(ports: WorkerPorts) -> Rc<dyn WorkerUnderTest> {
+pub fn correct_worker(ports: WorkerPorts) -> Rc<AnyWorker> {
     Rc::new(correct_worker_of(ports))
 }
 
@@ -358,7 +349,7 @@ replica_of!(SimClock, SimStore, SimTokens, SimJob);
 
 /// The holder-lock workers: the production core and the defective ones, on the world's ports.
 impl Workers for HolderLock {
-    type Worker = dyn WorkerUnderTest;
+    type Worker = AnyWorker;
     type Ports = WorkerPorts;
 
     /// The ports of `replica`, built on the world.
@@ -372,10 +363,6 @@ impl Workers for HolderLock {
             tokens: SimTokens(port.clone()),
             job: SimJob(port),
         }
-    }
-
-    fn stop(worker: Rc<dyn WorkerUnderTest>) -> LocalTask {
-        Box::pin(async move { worker.stop().await })
     }
 
     /// Every worker of the system: `correct` (the production core) first.
@@ -397,7 +384,7 @@ impl Workers for HolderLock {
             .build;
         Some(Rc::new(move |ports: WorkerPorts| {
             let flaws = flaws_of(ports.replica);
-            Rc::new(crate::defects::engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
+            Rc::new(crate::defects::engine_of(ports, flaws)) as Rc<AnyWorker>
         }))
     }
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use leasesim_retention::{Retention, WorkerPorts, WorkerUnderTest};
+use leasesim_retention::{AnyWorker, Retention, WorkerPorts, WorkerUnderTest};
 use leasesim_rt::{Feed, Strategy};
 use leasesim_sim::{Scenario, System, WorkerFactory};
 use leasesim_timeline::Render;
@@ -156,11 +156,11 @@ impl<S: System + Render> std::fmt::Display for CheckFailure<S> {
 #[track_caller]
 pub fn check<W, F>(scenario: impl IntoScenario<Retention>, make: F) -> Check<Retention>
 where
-    W: WorkerUnderTest + 'static,
+    W: WorkerUnderTest<Report = <AnyWorker as WorkerUnderTest>::Report> + 'static,
     F: Fn(WorkerPorts) -> W + 'static,
 {
     let factory: Rc<WorkerFactory<Retention>> =
-        Rc::new(move |ports| Rc::new(make(ports)) as Rc<dyn WorkerUnderTest>);
+        Rc::new(move |ports| Rc::new(make(ports)) as Rc<AnyWorker>);
     check_system(scenario, factory)
 }
 

@@ -18,8 +18,8 @@ pub use holder_lock_worker::{
     JobRunner, LossCause, Release, Removal, Renewal, RunError, Store, StoreError, TokenSource,
 };
 pub use leasesim_holder_lock::{
-    HolderLock, Scenario, SimClock, SimJob, SimStore, SimTokens, SimWorker, WorkerFactory,
-    WorkerPorts, WorkerUnderTest, correct_worker_of,
+    AnyWorker, HolderLock, Scenario, SimClock, SimJob, SimStore, SimTokens, SimWorker,
+    WorkerFactory, WorkerPorts, WorkerUnderTest, correct_worker_of,
 };
 
 use crate::check::{Check, IntoScenario, check_system};
@@ -33,20 +33,19 @@ use crate::check::{Check, IntoScenario, check_system};
 #[track_caller]
 pub fn check<W, F>(scenario: impl IntoScenario<HolderLock>, make: F) -> Check<HolderLock>
 where
-    W: WorkerUnderTest + 'static,
+    W: WorkerUnderTest<Report = <AnyWorker as WorkerUnderTest>::Report> + 'static,
     F: Fn(WorkerPorts) -> W + 'static,
 {
-    let factory: Rc<WorkerFactory> =
-        Rc::new(move |ports| Rc::new(make(ports)) as Rc<dyn WorkerUnderTest>);
+    let factory: Rc<WorkerFactory> = Rc::new(move |ports| Rc::new(make(ports)) as Rc<AnyWorker>);
     check_system(scenario, factory)
 }
 
 /// Everything of [`crate::holder_lock`], its check entry point and the strategies.
 pub mod prelude {
     pub use super::{
-        AttemptEnd, AttemptReport, ClaimConfig, Clock, Found, HolderToken, Job, JobError,
-        LocalBoxFuture, LossCause, Release, Removal, Renewal, RunError, SimClock, SimJob, SimStore,
-        SimTokens, Store, StoreError, TokenSource, WorkerPorts, WorkerUnderTest, check,
+        AnyWorker, AttemptEnd, AttemptReport, ClaimConfig, Clock, Found, HolderToken, Job,
+        JobError, LocalBoxFuture, LossCause, Release, Removal, Renewal, RunError, SimClock, SimJob,
+        SimStore, SimTokens, Store, StoreError, TokenSource, WorkerPorts, WorkerUnderTest, check,
     };
     pub use crate::{CheckFailure, CheckSummary, Strategy};
 }

@@ -13,8 +13,8 @@
 //! - *check*: many seeds of one scenario against one worker, from a test:
 //!
 //! ```no_run
-//! # use leasesim::{WorkerPorts, WorkerUnderTest};
-//! # fn my_worker(ports: WorkerPorts) -> impl WorkerUnderTest { leasesim::correct_worker_of(ports) }
+//! # use leasesim::{SimWorker, WorkerPorts};
+//! # fn my_worker(ports: WorkerPorts) -> SimWorker { leasesim::correct_worker_of(ports) }
 //! leasesim::check("steady", my_worker).seeds(1_000);
 //! ```
 //!
@@ -50,7 +50,7 @@ pub use futures;
 #[cfg(feature = "conformance")]
 pub use leasesim_conformance as conformance;
 pub use leasesim_retention::{
-    Retention, SimWorker, WorkerPorts, WorkerUnderTest, correct_worker_of,
+    AnyWorker, Retention, SimWorker, WorkerPorts, WorkerUnderTest, correct_worker_of,
 };
 pub use leasesim_rt::Strategy;
 /// A system and its components; `Render` is how its events read and draw.

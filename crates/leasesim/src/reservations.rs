@@ -20,8 +20,8 @@ use std::rc::Rc;
 
 pub use futures::future::LocalBoxFuture;
 pub use leasesim_reservations::{
-    RawStore, Reservations, Scenario, SimClock, SimLetters, SimStore, SimTokens, SimWorker,
-    WorkerFactory, WorkerPorts, WorkerUnderTest, correct_worker_of,
+    AnyWorker, RawStore, Reservations, Scenario, SimClock, SimLetters, SimStore, SimTokens,
+    SimWorker, WorkerFactory, WorkerPorts, WorkerUnderTest, correct_worker_of,
 };
 pub use reservations_worker::{
     Backoff, ClaimToken, Clock, ConfigError, DeadLetter, DeadLetters, DeadReason, ErrorClass,
@@ -40,20 +40,21 @@ use crate::check::{Check, IntoScenario, check_system};
 #[track_caller]
 pub fn check<W, F>(scenario: impl IntoScenario<Reservations>, make: F) -> Check<Reservations>
 where
-    W: WorkerUnderTest + 'static,
+    W: WorkerUnderTest<Report = <AnyWorker as WorkerUnderTest>::Report> + 'static,
     F: Fn(WorkerPorts) -> W + 'static,
 {
     let factory: Rc<leasesim_sim::WorkerFactory<Reservations>> =
-        Rc::new(move |ports| Rc::new(make(ports)) as Rc<dyn WorkerUnderTest>);
+        Rc::new(move |ports| Rc::new(make(ports)) as Rc<AnyWorker>);
     check_system(scenario, factory)
 }
 
 /// Everything of [`crate::reservations`], its check entry point and the strategies.
 pub mod prelude {
     pub use super::{
-        Clock, DeadLetter, DeadLetters, ExpireOutcome, LocalBoxFuture, Now, RawStore, Reservation,
-        ReservationId, RunError, RunReport, SimClock, SimLetters, SimStore, SimTokens, Store,
-        StoreError, Tokens, WorkerConfig, WorkerPorts, WorkerUnderTest, check, correct_worker_of,
+        AnyWorker, Clock, DeadLetter, DeadLetters, ExpireOutcome, LocalBoxFuture, Now, RawStore,
+        Reservation, ReservationId, RunError, RunReport, SimClock, SimLetters, SimStore, SimTokens,
+        Store, StoreError, Tokens, WorkerConfig, WorkerPorts, WorkerUnderTest, check,
+        correct_worker_of,
     };
     pub use crate::{CheckFailure, CheckSummary, Strategy};
 }

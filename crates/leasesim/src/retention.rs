@@ -12,8 +12,8 @@
 
 pub use futures::future::LocalBoxFuture;
 pub use leasesim_retention::{
-    Retention, Scenario, SimClock, SimLeases, SimRecords, SimTasks, SimWorker, WorkerFactory,
-    WorkerPorts, WorkerUnderTest, correct_worker_of,
+    AnyWorker, Retention, Scenario, SimClock, SimLeases, SimRecords, SimTasks, SimWorker,
+    WorkerFactory, WorkerPorts, WorkerUnderTest, correct_worker_of,
 };
 pub use leasesim_sim::TaskHandle;
 pub use retention_worker::{
@@ -29,9 +29,9 @@ pub use crate::check;
 pub mod prelude {
     pub use super::check;
     pub use super::{
-        Clock, Lease, Leases, LocalBoxFuture, LossCause, Op, PortError, Records, RunError,
-        SimClock, SimLeases, SimRecords, SimTasks, TaskHandle, TermEnd, TermReport, WorkerConfig,
-        WorkerPorts, WorkerUnderTest,
+        AnyWorker, Clock, Lease, Leases, LocalBoxFuture, LossCause, Op, PortError, Records,
+        RunError, SimClock, SimLeases, SimRecords, SimTasks, TaskHandle, TermEnd, TermReport,
+        WorkerConfig, WorkerPorts, WorkerUnderTest,
     };
     pub use crate::{CheckFailure, CheckSummary, Strategy};
 }

@@ -18,8 +18,8 @@ pub use leasesim_work_items::work_items_worker::{
     RunEnd, RunError, RunReport, RunStatus, Step, Store, Transport, WorkerConfig, WriteError,
 };
 pub use leasesim_work_items::{
-    Scenario, SimClock, SimProvider, SimStore, SimWorker, WorkItems, WorkerFactory, WorkerPorts,
-    WorkerUnderTest, correct_worker_of,
+    AnyWorker, Scenario, SimClock, SimProvider, SimStore, SimWorker, WorkItems, WorkerFactory,
+    WorkerPorts, WorkerUnderTest, correct_worker_of,
 };
 
 use crate::check::{Check, IntoScenario};
@@ -34,21 +34,20 @@ use crate::check::{Check, IntoScenario};
 #[track_caller]
 pub fn check<W, F>(scenario: impl IntoScenario<WorkItems>, make: F) -> Check<WorkItems>
 where
-    W: WorkerUnderTest + 'static,
+    W: WorkerUnderTest<Report = <AnyWorker as WorkerUnderTest>::Report> + 'static,
     F: Fn(WorkerPorts) -> W + 'static,
 {
-    let factory: Rc<WorkerFactory> =
-        Rc::new(move |ports| Rc::new(make(ports)) as Rc<dyn WorkerUnderTest>);
+    let factory: Rc<WorkerFactory> = Rc::new(move |ports| Rc::new(make(ports)) as Rc<AnyWorker>);
     crate::check_system(scenario, factory)
 }
 
 /// Everything of [`crate::work_items`], its check entry point and the strategies.
 pub mod prelude {
     pub use super::{
-        ApplyAck, ClaimError, Clock, Effect, IdempotencyKey, ItemError, ItemId, ItemOutcome,
-        ItemReport, Lease, LocalBoxFuture, Lookup, Provider, ProviderAck, ProviderError, RunEnd,
-        RunError, RunReport, RunStatus, SimClock, SimProvider, SimStore, Step, Store, Transport,
-        WorkerConfig, WorkerPorts, WorkerUnderTest, WriteError, check,
+        AnyWorker, ApplyAck, ClaimError, Clock, Effect, IdempotencyKey, ItemError, ItemId,
+        ItemOutcome, ItemReport, Lease, LocalBoxFuture, Lookup, Provider, ProviderAck,
+        ProviderError, RunEnd, RunError, RunReport, RunStatus, SimClock, SimProvider, SimStore,
+        Step, Store, Transport, WorkerConfig, WorkerPorts, WorkerUnderTest, WriteError, check,
     };
     pub use crate::{CheckFailure, CheckSummary, Strategy};
 }

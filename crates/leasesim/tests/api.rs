@@ -97,6 +97,8 @@ struct UserWorker {
 }
 
 impl WorkerUnderTest for UserWorker {
+    type Report = Result<TermReport, RunError>;
+
     fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>> {
         WorkerUnderTest::run(&self.inner)
     }

@@ -501,6 +501,8 @@ fn swarm_switches_faults_between_seeds(scenario: &Scenario, runs: &[Report]) -> 
 struct Wrapped(leasesim::reservations::SimWorker);
 
 impl leasesim::reservations::WorkerUnderTest for Wrapped {
+    type Report = Result<leasesim::reservations::RunReport, leasesim::reservations::RunError>;
+
     fn run(
         &self,
     ) -> leasesim::reservations::LocalBoxFuture<

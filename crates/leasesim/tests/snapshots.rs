@@ -8,6 +8,7 @@ use leasesim::catalog::{builtin_names_of, resolve_one};
 use leasesim::systems::{AnyRunner, SYSTEMS};
 use leasesim::trace::TraceHeader;
 use leasesim_rt::Feed;
+use leasesim_sim::Counterexample;
 
 /// Seed of every scenario snapshot.
 const SCENARIO_SEED: u64 = 1;
@@ -48,80 +49,58 @@ fn every_scenario_with_the_correct_worker() {
     }
 }
 
-/// Each defective worker, the scenario and seed its counterexample is shrunk from, and the
-/// most events the shrunk trace may have (25, the issue-11 target; `leftover-release` needs a
-/// second replica whose deletes keep its lease while the first one's next term begins;
-/// `tokenless-release` needs a batch whose first transitions outlast the claim, so that
-/// another worker claims the rest before the first one releases them; a work-items stale
-/// write needs a claim held past its lease, chunk by chunk, so those rows allow what they
-/// shrink to).
-const COUNTEREXAMPLES: &[(&str, &str, u64, u64)] = &[
-    ("naive", "steady", 0, 25),
-    ("interval-renewal", "renewal-reorder", 0, 25),
-    ("stale-release", "reply-lost", 0, 25),
-    ("moving-cutoff", "steady", 0, 25),
-    ("uncapped", "steady", 0, 25),
-    ("unjoined-stop", "stop-during-acquire", 0, 25),
-    ("early-cutoff", "steady", 0, 25),
-    ("leaked-renewal", "slow-deletes", 0, 25),
-    ("delete-after-loss", "fencing-off", 0, 25),
-    ("renew-error-no-release", "reply-lost", 0, 25),
-    ("acquired-token", "renewal-rejection", 0, 25),
-    ("leftover-release", "slow-deletes", 0, 26),
-    ("stale-renewal", "exact-token-renewal", 0, 25),
-    ("whole-batches", "odd-batches", 0, 25),
-    ("no-renewal", "renewal-reorder", 0, 25),
-    ("sleepy-stop", "slow-deletes", 5, 25),
-    ("plain-delete", "holder-long-jobs", 0, 45),
-    ("read-then-delete", "holder-slow-release", 1, 25),
-    ("fixed-token", "holder-long-jobs", 0, 25),
-    ("side-key", "holder-slow-release", 2, 25),
-    ("swallowed-release", "holder-long-jobs", 0, 25),
-    ("long-lifetime", "holder-long-jobs", 0, 25),
-    ("trust-from-answer", "holder-slow-timers", 2, 25),
-    // reservations (design 002)
-    ("unguarded-expire", "expiry-consume-race", 0, 25),
-    ("read-then-write-claim", "expiry-claim-takeover", 0, 25),
-    ("tokenless-release", "expiry-claim-takeover", 0, 35),
-    ("retry-everything", "expiry-consume-race", 0, 25),
-    ("worker-clock-now", "expiry-clock-skew", 0, 25),
-    ("worker-clock-claim", "expiry-clock-skew", 0, 25),
-    ("token-per-worker", "expiry-steady", 0, 25),
-    ("release-skipped-on-error", "expiry-transient-errors", 0, 25),
-    // work-items (design 001)
-    ("plain-write-claim", "items-steady", 0, 17),
-    ("unfenced-apply", "items-clock-skew", 0, 34),
-    ("keyless-retry", "items-provider-timeouts", 0, 22),
-    ("lease-lost-retry", "items-ugly-transition", 0, 19),
-    ("unfenced-done", "items-clock-skew", 2, 42),
-    ("worker-token", "items-long-items", 0, 25),
-    ("store-expiry-renewal", "items-clock-skew", 0, 25),
-    ("no-deadline", "items-long-items", 0, 25),
-];
-
 /// The CLI's default budget, so a snapshot shows what `leasesim shrink` prints.
 const SHRINK_BUDGET: u64 = 20_000;
 
+/// Each defective worker's counterexample (`WorkerInfo::counterexample`, declared in its
+/// system's catalogue): the scenario and seed it is shrunk from, and the most events the
+/// shrunk trace may have (25 in most; a few need more: `leftover-release` a second replica
+/// whose deletes keep its lease while the first one's next term begins, `tokenless-release`
+/// a batch whose first transitions outlast the claim, a work-items stale write a claim held
+/// past its lease chunk by chunk).
+fn counterexamples() -> Vec<(&'static str, &'static str, Counterexample)> {
+    let workers = leasesim::catalog::workers().into_iter();
+    let defective = workers.filter(|(_, worker)| worker.name != "correct");
+    defective
+        .map(|(system, worker)| {
+            let counterexample = worker
+                .counterexample
+                .unwrap_or_else(|| panic!("{system}/{} declares no counterexample", worker.name));
+            (system, worker.name, counterexample)
+        })
+        .collect()
+}
+
 #[test]
-fn every_defective_worker_is_listed_here() {
-    let mut missing = Vec::new();
-    for (system, worker) in leasesim::catalog::workers() {
-        let listed = COUNTEREXAMPLES
-            .iter()
-            .any(|(name, ..)| *name == worker.name);
-        if worker.name != "correct" && !listed {
-            missing.push(format!("{system}/{}", worker.name));
+fn every_declared_counterexample_has_its_snapshot_and_no_other_is_stored() {
+    let mut declared: Vec<String> = counterexamples()
+        .into_iter()
+        .map(|(system, worker, _)| format!("{system}/counterexample__{worker}.snap"))
+        .collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../snapshots");
+    let mut stored = Vec::new();
+    for system in SYSTEMS {
+        let folder = root.join(system.name());
+        for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{folder:?}: {e}")) {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            if name.starts_with("counterexample__") {
+                stored.push(format!("{}/{name}", system.name()));
+            }
         }
     }
-    assert!(
-        missing.is_empty(),
-        "no counterexample snapshot for {missing:?}"
-    );
+    declared.sort();
+    stored.sort();
+    assert_eq!(declared, stored);
 }
 
 #[test]
 fn every_defective_worker_has_a_small_shrunk_counterexample() {
-    for &(worker, scenario, seed, max_events) in COUNTEREXAMPLES {
+    for (system, worker, counterexample) in counterexamples() {
+        let Counterexample {
+            scenario,
+            seed,
+            max_events,
+        } = counterexample;
         let runner = runner(scenario, worker);
         let shrunk = runner
             .shrink(Feed::Seed(seed), SHRINK_BUDGET)
@@ -130,7 +109,7 @@ fn every_defective_worker_has_a_small_shrunk_counterexample() {
         let invariant = report
             .invariant()
             .expect("a counterexample breaks an invariant");
-        let (system, declared) = leasesim::catalog::workers()
+        let (_, declared) = leasesim::catalog::workers()
             .into_iter()
             .find(|(_, w)| w.name == worker)
             .unwrap();

@@ -11,7 +11,7 @@ use futures::future::LocalBoxFuture;
 use leasesim::catalog::resolve_scenarios;
 use leasesim::fuzz::{FactorySource, Progress, ScenarioCampaign, ScenarioSummary, SeedPlan};
 use leasesim::{Strategy, WorkerPorts, WorkerUnderTest};
-use leasesim_retention::{Retention, SimClock, WorkerFactory};
+use leasesim_retention::{AnyWorker, Retention, SimClock, WorkerFactory};
 use retention_worker::{Clock, RunError, TermEnd, TermReport};
 
 #[derive(Clone, Copy)]
@@ -34,6 +34,8 @@ struct StuckWorker {
 }
 
 impl WorkerUnderTest for StuckWorker {
+    type Report = Result<TermReport, RunError>;
+
     fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>> {
         Box::pin(async move {
             // Set by nothing: the loops below wait for a change that never comes.
@@ -79,7 +81,7 @@ fn campaign(how: Stuck, seeds: u64, seed_timeout_ms: u64, jobs: usize) -> Scenar
             Rc::new(StuckWorker {
                 clock: ports.clock,
                 how,
-            }) as Rc<dyn WorkerUnderTest>
+            }) as Rc<AnyWorker>
         });
         build
     });

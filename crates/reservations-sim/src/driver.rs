@@ -23,7 +23,7 @@ use reservations_worker::{RunEnd, RunError, RunReport};
 
 use crate::Reservations;
 use crate::events::{EndView, Note, Op, ReportView};
-use crate::ports::WorkerUnderTest;
+use crate::ports::{AnyWorker, WorkerUnderTest};
 use crate::services::Process;
 
 fn count(value: u64) -> u32 {
@@ -60,12 +60,7 @@ pub fn report_view(result: &Result<RunReport, RunError>) -> ReportView {
 
 /// The `second_run` fault of run `run` (see the module docs); never completes, so the run's
 /// own end or a kill ends the driver's wait.
-async fn second_run(
-    world: &World<Reservations>,
-    replica: ReplicaId,
-    worker: &dyn WorkerUnderTest,
-    run: u32,
-) {
+async fn second_run(world: &World<Reservations>, replica: ReplicaId, worker: &AnyWorker, run: u32) {
     let env = world.env();
     let p = world.profile().system.second_run;
     // Drawn only when the fault is on, so a scenario without it keeps its choices.

@@ -38,8 +38,8 @@ use leasesim_sim::{ScenarioError, System};
 
 pub use events::Reservations;
 pub use ports::{
-    RawStore, SimClock, SimLetters, SimStore, SimTokens, SimWorker, WorkerFactory, WorkerPorts,
-    WorkerUnderTest, correct_worker, correct_worker_of,
+    AnyWorker, RawStore, SimClock, SimLetters, SimStore, SimTokens, SimWorker, WorkerFactory,
+    WorkerPorts, WorkerUnderTest, correct_worker, correct_worker_of,
 };
 
 /// A scenario of the reservation system.

@@ -21,7 +21,8 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use leasesim_events::ReplicaId;
 use leasesim_invariants::{Built, Readback};
-use leasesim_sim::{LocalTask, Port, WorkerInfo, Workers, World, catalogue};
+pub use leasesim_sim::WorkerUnderTest;
+use leasesim_sim::{Port, WorkerInfo, Workers, World, catalogue};
 use reservations_worker::{
     ClaimToken, Clock, DeadLetter, DeadLetters, DeadReason, ErrorClass, ExpireOutcome,
     ExpiryWorker, Now, Reservation, ReservationId, RunError, RunReport, Status, Store, StoreError,
@@ -48,31 +49,29 @@ pub struct WorkerPorts {
     pub tokens: SimTokens,
 }
 
-/// An expiry worker the world can drive.
-pub trait WorkerUnderTest {
-    /// Polls until stopped (see `reservations_worker::ExpiryWorker::run`).
-    fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>>;
-    /// Stops the worker; resolves once it has quiesced.
-    fn stop(&self) -> LocalBoxFuture<'_, ()>;
-}
-
-impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Box<W> {
-    fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>> {
-        (**self).run()
-    }
-
-    fn stop(&self) -> LocalBoxFuture<'_, ()> {
-        (**self).stop()
-    }
-}
+/// Any worker of this system the world can drive: the production core, a defective
+/// worker, or yours (implement [`WorkerUnderTest`] with this `Report`).
+pub type AnyWorker = dyn WorkerUnderTest<Report = Result<RunReport, RunError>>;
 
 /// Builds one expiry worker per replica.
 pub type WorkerFactory = leasesim_sim::WorkerFactory<Reservations>;
 
-/// The production worker on simulated ports.
-pub type SimWorker = ExpiryWorker<SimStore, SimLetters, SimClock, SimTokens>;
+/// The production worker on simulated ports (a newtype: the shared `WorkerUnderTest` is
+/// implemented here, not on the core crate's type).
+pub struct SimWorker(pub ExpiryWorker<SimStore, SimLetters, SimClock, SimTokens>);
+
+/// The core's own methods (`config()`, ...) on the wrapped worker.
+impl std::ops::Deref for SimWorker {
+    type Target = ExpiryWorker<SimStore, SimLetters, SimClock, SimTokens>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
 
 impl WorkerUnderTest for SimWorker {
+    type Report = Result<RunReport, RunError>;
+
     fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>> {
         Box::pin(ExpiryWorker::run(self))
     }
@@ -113,18 +112,20 @@ fn build_core(ports: &WorkerPorts, config: &WorkerConfig) -> Built {
 /// The production worker built on one replica's ports, after its construction probe.
 pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
     probe_construction(&ports, |config| build_core(&ports, config));
-    ExpiryWorker::new(
-        ports.config,
-        ports.store,
-        ports.letters,
-        ports.clock,
-        ports.tokens,
+    SimWorker(
+        ExpiryWorker::new(
+            ports.config,
+            ports.store,
+            ports.letters,
+            ports.clock,
+            ports.tokens,
+        )
+        .expect("scenario loading validated the worker configuration"),
     )
-    .expect("scenario loading validated the worker configuration")
 }
 
 /// The factory of the production worker (`correct`).
-pub fn correct_worker(ports: WorkerPorts) -> Rc<dyn WorkerUnderTest> {
+pub fn correct_worker(ports: WorkerPorts) -> Rc<AnyWorker> {
     Rc::new(correct_worker_of(ports))
 }
 
@@ -450,7 +451,7 @@ impl Tokens for SimTokens {
 
 /// The reservation workers: the production core and the defective ones, on the world's ports.
 impl Workers for Reservations {
-    type Worker = dyn WorkerUnderTest;
+    type Worker = AnyWorker;
     type Ports = WorkerPorts;
 
     /// The ports of `replica`, built on the world.
@@ -473,10 +474,6 @@ impl Workers for Reservations {
         }
     }
 
-    fn stop(worker: Rc<dyn WorkerUnderTest>) -> LocalTask {
-        Box::pin(async move { worker.stop().await })
-    }
-
     /// Every worker of the reservation system: `correct` first, then the defective ones.
     fn workers() -> Vec<WorkerInfo> {
         catalogue(
@@ -495,7 +492,7 @@ impl Workers for Reservations {
             .find(|d| d.info.name == name)?
             .build;
         Some(Rc::new(move |ports: WorkerPorts| {
-            Rc::new(crate::defects::engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
+            Rc::new(crate::defects::engine_of(ports, flaws)) as Rc<AnyWorker>
         }))
     }
 }

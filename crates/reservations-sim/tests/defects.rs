@@ -1,44 +1,16 @@
-//! The defective workers: the flawless engine is the correct worker, byte for byte; each
-//! defect leaves its own pattern in the events (read without the checkers), and the correct
-//! worker leaves none.
+//! The defective workers: each defect leaves its own pattern in the events (read without the
+//! checkers), and the correct worker leaves none. (That the flawless engine is the correct
+//! worker, byte for byte, is `defects::faithful`'s test.)
 
 mod common;
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 use common::{run, scenario, scenario_names, worker};
-use leasesim_reservations::defects::engine::Flaws;
-use leasesim_reservations::defects::{DEFECTS, engine_of};
+use leasesim_reservations::Reservations;
+use leasesim_reservations::defects::DEFECTS;
 use leasesim_reservations::events::{Answer, EventKind, Failure, OutcomeView, Request};
-use leasesim_reservations::{Reservations, WorkerFactory, WorkerPorts, WorkerUnderTest};
-use leasesim_rt::SimConfig;
-use leasesim_sim::{WorldRun, simulate};
-
-#[test]
-fn the_engine_without_flaws_reproduces_the_correct_workers_trace() {
-    let correct = worker("correct");
-    let faithful: Rc<WorkerFactory> = Rc::new(|ports: WorkerPorts| {
-        Rc::new(engine_of(ports, Flaws::NONE)) as Rc<dyn WorkerUnderTest>
-    });
-    for name in scenario_names() {
-        let scenario = scenario(&name);
-        for seed in 0..3 {
-            let expected = simulate(&scenario, &correct, SimConfig::seeded(seed), false, None);
-            let actual = simulate(&scenario, &faithful, SimConfig::seeded(seed), false, None);
-            assert!(
-                expected.outcome.is_completed(),
-                "{name}/{seed}: {:?}",
-                expected.outcome
-            );
-            assert_eq!(
-                (actual.trace_hash, actual.events_emitted, actual.steps),
-                (expected.trace_hash, expected.events_emitted, expected.steps),
-                "{name} seed {seed}: the flawless engine diverged from the correct worker"
-            );
-        }
-    }
-}
+use leasesim_sim::WorldRun;
 
 /// The shapes the defects leave, read straight from a run's events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

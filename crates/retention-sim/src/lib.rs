@@ -37,7 +37,7 @@ use leasesim_sim::{ScenarioError, System};
 
 pub use events::Retention;
 pub use ports::{
-    SimClock, SimLeases, SimRecords, SimTasks, SimWorker, WorkerFactory, WorkerPorts,
+    AnyWorker, SimClock, SimLeases, SimRecords, SimTasks, SimWorker, WorkerFactory, WorkerPorts,
     WorkerUnderTest, correct_worker, correct_worker_of,
 };
 pub use settings::WorkerDraw;

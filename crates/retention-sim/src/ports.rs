@@ -16,7 +16,8 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use leasesim_events::ReplicaId;
 use leasesim_invariants::{Built, Readback};
-use leasesim_sim::{LocalTask, Port, TaskHandle, WorkerInfo, Workers, catalogue};
+pub use leasesim_sim::WorkerUnderTest;
+use leasesim_sim::{Port, TaskHandle, WorkerInfo, Workers, catalogue};
 use retention_worker::{
     Clock, Lease, Leases, PortError, Records, RetentionWorker, RunError, TermReport, WorkerConfig,
 };
@@ -48,46 +49,31 @@ pub struct WorkerPorts {
     pub tasks: SimTasks,
 }
 
-/// A retention worker the world can drive.
-///
-/// Implemented for boxed and shared workers too, so a helper can return
-/// `impl Fn(WorkerPorts) -> Box<dyn WorkerUnderTest>` where it cannot name its worker's type.
-pub trait WorkerUnderTest {
-    /// One leadership term (see `retention_worker::RetentionWorker::run`).
-    fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>>;
-    /// Stops the worker; resolves once it has quiesced.
-    fn stop(&self) -> LocalBoxFuture<'_, ()>;
-}
-
-impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Box<W> {
-    fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>> {
-        (**self).run()
-    }
-
-    fn stop(&self) -> LocalBoxFuture<'_, ()> {
-        (**self).stop()
-    }
-}
-
-impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Rc<W> {
-    fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>> {
-        (**self).run()
-    }
-
-    fn stop(&self) -> LocalBoxFuture<'_, ()> {
-        (**self).stop()
-    }
-}
+/// Any worker of this system the world can drive: the production core, a defective
+/// worker, or yours (implement [`WorkerUnderTest`] with this `Report`).
+pub type AnyWorker = dyn WorkerUnderTest<Report = Result<TermReport, RunError>>;
 
 /// Builds one retention worker per replica.
 pub type WorkerFactory = leasesim_sim::WorkerFactory<Retention>;
 
-/// The production worker on simulated ports. Its clock comes through an `Rc`, as a process
+/// The production worker on simulated ports (a newtype: the shared `WorkerUnderTest` is
+/// implemented here, not on the core crate's type). Its clock comes through an `Rc`, as a process
 /// shares one clock between its parts, so a run also goes through the core's forwarding of
 /// the clock port for `Rc<T>`.
-pub type SimWorker = RetentionWorker<Rc<SimClock>, SimLeases, SimRecords>;
+pub struct SimWorker(pub RetentionWorker<Rc<SimClock>, SimLeases, SimRecords>);
+
+/// The core's own methods (`config()`, ...) on the wrapped worker.
+impl std::ops::Deref for SimWorker {
+    type Target = RetentionWorker<Rc<SimClock>, SimLeases, SimRecords>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
 
 impl WorkerUnderTest for SimWorker {
+    type Report = Result<TermReport, RunError>;
+
     fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>> {
         Box::pin(RetentionWorker::run(self))
     }
@@ -158,18 +144,20 @@ fn build_core(ports: &WorkerPorts, config: &WorkerConfig) -> Built {
 /// The production worker built on one replica's ports, after its construction probe.
 pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
     probe_construction(&ports, |config| build_core(&ports, config));
-    RetentionWorker::new(
-        ports.owner_id,
-        ports.config,
-        Rc::new(ports.clock),
-        ports.leases,
-        ports.records,
+    SimWorker(
+        RetentionWorker::new(
+            ports.owner_id,
+            ports.config,
+            Rc::new(ports.clock),
+            ports.leases,
+            ports.records,
+        )
+        .expect("scenario loading validated the worker configuration"),
     )
-    .expect("scenario loading validated the worker configuration")
 }
 
 /// The factory of the production worker (`correct`).
-pub fn correct_worker(ports: WorkerPorts) -> Rc<dyn WorkerUnderTest> {
+pub fn correct_worker(ports: WorkerPorts) -> Rc<AnyWorker> {
     Rc::new(correct_worker_of(ports))
 }
 
@@ -323,7 +311,7 @@ impl Records for SimRecords {
 
 /// The retention workers: the production core and the defective ones, on the world's ports.
 impl Workers for Retention {
-    type Worker = dyn WorkerUnderTest;
+    type Worker = AnyWorker;
     type Ports = WorkerPorts;
 
     /// The ports of `replica`, built on the world.
@@ -338,10 +326,6 @@ impl Workers for Retention {
             records: SimRecords(port.clone()),
             tasks: SimTasks(port),
         }
-    }
-
-    fn stop(worker: Rc<dyn WorkerUnderTest>) -> LocalTask {
-        Box::pin(async move { worker.stop().await })
     }
 
     /// Every worker of the retention system: `correct` (the production core) first, then the

@@ -47,7 +47,8 @@ pub use scenario::{Location, Scenario, ScenarioError, SystemPart};
 pub use signal::Signal;
 pub use sink::{Divergence, EventSink, Observer, check_determinism};
 pub use system::{
-    Apply, Checks, Defect, Drive, Setup, System, WorkerFactory, WorkerInfo, Workers, catalogue,
+    Apply, Checks, Counterexample, Defect, Drive, Setup, System, WorkerFactory, WorkerInfo,
+    WorkerUnderTest, Workers, catalogue,
 };
 pub use task::TaskHandle;
 pub use world::World;

@@ -22,6 +22,8 @@
 
 use std::rc::Rc;
 
+use futures::future::LocalBoxFuture;
+
 use leasesim_events::{ReplicaId, Vocabulary};
 use leasesim_invariants::{Checker, Coverage, Judged};
 
@@ -29,6 +31,44 @@ use crate::env::{Env, LocalTask};
 use crate::faults::{FaultProfile, Scale};
 use crate::scenario::{Scenario, ScenarioError, SystemPart};
 use crate::world::World;
+
+/// What the driver of one replica calls, for every system: `run()` is one round of the
+/// worker (a term, a pass, an attempt) and returns the system's report of it; `stop()`
+/// resolves once the worker has quiesced. Implemented for boxed and shared workers too, so a
+/// helper can return `Box<dyn WorkerUnderTest<Report = R>>` where it cannot name its
+/// worker's type. Each system names its trait object `AnyWorker`.
+pub trait WorkerUnderTest {
+    /// What one `run()` returns.
+    type Report;
+    /// One round of the worker.
+    fn run(&self) -> LocalBoxFuture<'_, Self::Report>;
+    /// Stops the worker; resolves once it has quiesced.
+    fn stop(&self) -> LocalBoxFuture<'_, ()>;
+}
+
+impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Box<W> {
+    type Report = W::Report;
+
+    fn run(&self) -> LocalBoxFuture<'_, W::Report> {
+        (**self).run()
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        (**self).stop()
+    }
+}
+
+impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Rc<W> {
+    type Report = W::Report;
+
+    fn run(&self) -> LocalBoxFuture<'_, W::Report> {
+        (**self).run()
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        (**self).stop()
+    }
+}
 
 /// A system's worker factory: one fresh worker per replica (at start, and on restart).
 pub type WorkerFactory<S> = dyn Fn(<S as Workers>::Ports) -> Rc<<S as Workers>::Worker>;
@@ -43,6 +83,29 @@ pub struct WorkerInfo {
     /// The invariants expected to catch it, by name (empty for `correct`); the first is its
     /// own.
     pub caught_by: &'static [&'static str],
+    /// Where its counterexample snapshot comes from (`None` for `correct`).
+    pub counterexample: Option<Counterexample>,
+}
+
+/// A defective worker's counterexample under review: the builtin scenario and seed its
+/// failing run is shrunk from, and the most events the shrunk trace may have. The snapshot
+/// test shrinks it for every defective worker of every registered system
+/// (`snapshots/SYSTEM/counterexample__WORKER.snap`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counterexample {
+    pub scenario: &'static str,
+    pub seed: u64,
+    pub max_events: u64,
+}
+
+impl Counterexample {
+    pub const fn new(scenario: &'static str, seed: u64, max_events: u64) -> Counterexample {
+        Counterexample {
+            scenario,
+            seed,
+            max_events,
+        }
+    }
 }
 
 /// One defective worker of a system's catalogue: how it is listed, and what it is built with
@@ -60,12 +123,15 @@ pub fn catalogue<B>(correct: &'static str, defects: &[Defect<B>]) -> Vec<WorkerI
         name: "correct",
         description: correct,
         caught_by: &[],
+        counterexample: None,
     };
     let listed: Vec<WorkerInfo> = std::iter::once(production)
         .chain(defects.iter().map(|defect| defect.info))
         .collect();
-    // invariant: every defective worker declares the invariants that must catch it.
+    // invariant: every defective worker declares the invariants that must catch it, and the
+    // counterexample under review.
     debug_assert!(listed[1..].iter().all(|info| !info.caught_by.is_empty()));
+    debug_assert!(listed[1..].iter().all(|info| info.counterexample.is_some()));
     listed
 }
 
@@ -201,8 +267,9 @@ pub trait Drive: Vocabulary + Sized {
 
 /// The workers the system offers and what they are built from (`ports.rs`, `defects/`).
 pub trait Workers: Vocabulary + Sized {
-    /// What the driver of one replica calls (a trait object of the system).
-    type Worker: ?Sized + 'static;
+    /// What the driver of one replica calls: the system's `AnyWorker`, a
+    /// `dyn WorkerUnderTest<Report = ...>`.
+    type Worker: ?Sized + WorkerUnderTest + 'static;
     /// What a worker of one replica is built from.
     type Ports: 'static;
 
@@ -212,7 +279,9 @@ pub trait Workers: Vocabulary + Sized {
         Self: System;
 
     /// Stops a worker; completes once it has quiesced.
-    fn stop(worker: Rc<Self::Worker>) -> LocalTask;
+    fn stop(worker: Rc<Self::Worker>) -> LocalTask {
+        Box::pin(async move { worker.stop().await })
+    }
 
     /// The workers the system offers: `correct` first.
     fn workers() -> Vec<WorkerInfo>;

@@ -233,6 +233,8 @@ async fn renew_loop(ports: RenewalPorts, shared: Rc<Shared>) {
 }
 
 impl WorkerUnderTest for MyWorker {
+    type Report = Result<TermReport, RunError>;
+
     fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>> {
         Box::pin(async move {
             if self.running.replace(true) {

@@ -38,7 +38,7 @@ use leasesim_sim::{ScenarioError, System};
 
 pub use events::WorkItems;
 pub use ports::{
-    SimClock, SimProvider, SimStore, SimWorker, UnsafeStore, WorkerFactory, WorkerPorts,
+    AnyWorker, SimClock, SimProvider, SimStore, SimWorker, UnsafeStore, WorkerFactory, WorkerPorts,
     WorkerUnderTest, correct_worker, correct_worker_of,
 };
 /// The production worker core this system checks.

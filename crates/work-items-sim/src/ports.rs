@@ -19,7 +19,8 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use leasesim_events::{NetFailure, ReplicaId};
 use leasesim_invariants::{Built, Readback};
-use leasesim_sim::{LocalTask, Port, WorkerInfo, Workers, World, catalogue};
+pub use leasesim_sim::WorkerUnderTest;
+use leasesim_sim::{Port, WorkerInfo, Workers, World, catalogue};
 use work_items_worker::{
     ApplyAck, ClaimError, Clock, Effect, IdempotencyKey, ItemError, ItemId, ItemWorker, Lease,
     Lookup, Provider, ProviderAck, ProviderError, RunError, RunReport, RunStatus, Step, Store,
@@ -47,43 +48,31 @@ pub struct WorkerPorts {
     pub provider: SimProvider,
 }
 
-/// A work-item worker the world can drive.
-pub trait WorkerUnderTest {
-    /// One pass over the claimable items (see `work_items_worker::ItemWorker::run`).
-    fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>>;
-    /// Stops the worker; resolves once it has quiesced.
-    fn stop(&self) -> LocalBoxFuture<'_, ()>;
-}
-
-impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Box<W> {
-    fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>> {
-        (**self).run()
-    }
-
-    fn stop(&self) -> LocalBoxFuture<'_, ()> {
-        (**self).stop()
-    }
-}
-
-impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Rc<W> {
-    fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>> {
-        (**self).run()
-    }
-
-    fn stop(&self) -> LocalBoxFuture<'_, ()> {
-        (**self).stop()
-    }
-}
+/// Any worker of this system the world can drive: the production core, a defective
+/// worker, or yours (implement [`WorkerUnderTest`] with this `Report`).
+pub type AnyWorker = dyn WorkerUnderTest<Report = Result<RunReport, RunError>>;
 
 /// Builds one work-item worker per replica.
 pub type WorkerFactory = leasesim_sim::WorkerFactory<WorkItems>;
 
-/// The production worker on simulated ports. Its clock comes through an `Rc`, as a process
+/// The production worker on simulated ports (a newtype: the shared `WorkerUnderTest` is
+/// implemented here, not on the core crate's type). Its clock comes through an `Rc`, as a process
 /// shares one clock between its parts, so a run also goes through the core's forwarding of
 /// the clock port for `Rc<T>`.
-pub type SimWorker = ItemWorker<Rc<SimClock>, SimStore, SimProvider>;
+pub struct SimWorker(pub ItemWorker<Rc<SimClock>, SimStore, SimProvider>);
+
+/// The core's own methods (`config()`, ...) on the wrapped worker.
+impl std::ops::Deref for SimWorker {
+    type Target = ItemWorker<Rc<SimClock>, SimStore, SimProvider>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
 
 impl WorkerUnderTest for SimWorker {
+    type Report = Result<RunReport, RunError>;
+
     fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>> {
         Box::pin(ItemWorker::run(self))
     }
@@ -130,18 +119,20 @@ fn build_core(ports: &WorkerPorts, config: &WorkerConfig) -> Built {
 /// The production worker built on one replica's ports, after its construction probe.
 pub fn correct_worker_of(ports: WorkerPorts) -> SimWorker {
     probe_construction(&ports, |config| build_core(&ports, config));
-    ItemWorker::new(
-        ports.owner_id,
-        ports.config,
-        Rc::new(ports.clock),
-        ports.store,
-        ports.provider,
+    SimWorker(
+        ItemWorker::new(
+            ports.owner_id,
+            ports.config,
+            Rc::new(ports.clock),
+            ports.store,
+            ports.provider,
+        )
+        .expect("scenario loading validated the worker configuration"),
     )
-    .expect("scenario loading validated the worker configuration")
 }
 
 /// The factory of the production worker (`correct`).
-pub fn correct_worker(ports: WorkerPorts) -> Rc<dyn WorkerUnderTest> {
+pub fn correct_worker(ports: WorkerPorts) -> Rc<AnyWorker> {
     Rc::new(correct_worker_of(ports))
 }
 
@@ -505,7 +496,7 @@ replica_of!(SimClock, SimStore, SimProvider);
 
 /// The work-items workers: the production core and the defective ones, on the world's ports.
 impl Workers for WorkItems {
-    type Worker = dyn WorkerUnderTest;
+    type Worker = AnyWorker;
     type Ports = WorkerPorts;
 
     /// The ports of `replica`, built on the world.
@@ -519,10 +510,6 @@ impl Workers for WorkItems {
             store: SimStore(port.clone()),
             provider: SimProvider(port),
         }
-    }
-
-    fn stop(worker: Rc<dyn WorkerUnderTest>) -> LocalTask {
-        Box::pin(async move { worker.stop().await })
     }
 
     /// Every worker of the system: `correct` (the production core) first.
@@ -549,7 +536,7 @@ impl Workers for WorkItems {
                 crate::defects::DefectiveWorker::named(name, ports.owner_id, ports.config, parts)
                     .expect("a catalogued name")
                     .expect("scenario loading validated the worker configuration");
-            Rc::new(worker) as Rc<dyn WorkerUnderTest>
+            Rc::new(worker) as Rc<AnyWorker>
         }))
     }
 }

@@ -14,7 +14,7 @@ use leasesim_sim::{Scenario, first_divergence};
 use crate::HolderLock;
 use crate::defects::engine_of;
 use crate::defects::flaws::Flaws;
-use crate::ports::{WorkerFactory, WorkerPorts, WorkerUnderTest, correct_worker};
+use crate::ports::{AnyWorker, WorkerFactory, WorkerPorts, correct_worker};
 
 fn scenario(name: &str) -> Rc<Scenario<HolderLock>> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -26,9 +26,8 @@ fn scenario(name: &str) -> Rc<Scenario<HolderLock>> {
 #[test]
 fn the_engine_without_flaws_reproduces_the_correct_workers_trace() {
     let correct: Rc<WorkerFactory> = Rc::new(correct_worker);
-    let faithful: Rc<WorkerFactory> = Rc::new(|ports: WorkerPorts| {
-        Rc::new(engine_of(ports, Flaws::NONE)) as Rc<dyn WorkerUnderTest>
-    });
+    let faithful: Rc<WorkerFactory> =
+        Rc::new(|ports: WorkerPorts| Rc::new(engine_of(ports, Flaws::NONE)) as Rc<AnyWorker>);
     let names = [
         "holder-stop-anywhere",
         "holder-pauses",
@@ -58,7 +57,7 @@ fn each_defect_changes_the_trace_somewhere() {
         let flaws_of = defect.build;
         let flawed: Rc<WorkerFactory> = Rc::new(move |ports: WorkerPorts| {
             let flaws = flaws_of(ports.replica);
-            Rc::new(engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>
+            Rc::new(engine_of(ports, flaws)) as Rc<AnyWorker>
         });
         let diverged = names
             .iter()

@@ -26,7 +26,7 @@ mod faithful;
 use futures::future::LocalBoxFuture;
 use holder_lock_worker::{AttemptReport, RunError};
 use leasesim_events::ReplicaId;
-use leasesim_sim::{Defect, WorkerInfo};
+use leasesim_sim::{Counterexample, Defect, WorkerInfo};
 
 use crate::ports::{SimClock, SimJob, SimStore, SimTokens, WorkerPorts, WorkerUnderTest};
 use engine::Engine;
@@ -39,6 +39,8 @@ pub type FlawsOf = fn(ReplicaId) -> Flaws;
 pub type SimEngine = Engine<SimClock, SimStore, SimTokens, SimJob>;
 
 impl WorkerUnderTest for SimEngine {
+    type Report = Result<AttemptReport, RunError>;
+
     fn run(&self) -> LocalBoxFuture<'_, Result<AttemptReport, RunError>> {
         Box::pin(Engine::run(self))
     }
@@ -60,6 +62,7 @@ pub const DEFECTS: &[Defect<FlawsOf>] = &[
             name: "plain-delete",
             description: "releases the claim with a plain delete by key name",
             caught_by: &["delete-own-claim", "no-third-worker"],
+            counterexample: Some(Counterexample::new("holder-long-jobs", 0, 45)),
         },
         build: |_| Flaws {
             release: ReleaseFlaw::PlainDelete,
@@ -71,6 +74,7 @@ pub const DEFECTS: &[Defect<FlawsOf>] = &[
             name: "read-then-delete",
             description: "releases by reading the key, comparing, then deleting it: two steps",
             caught_by: &["delete-own-claim", "no-third-worker"],
+            counterexample: Some(Counterexample::new("holder-slow-release", 1, 25)),
         },
         build: |_| Flaws {
             release: ReleaseFlaw::ReadThenDelete,
@@ -82,6 +86,7 @@ pub const DEFECTS: &[Defect<FlawsOf>] = &[
             name: "fixed-token",
             description: "uses its process id as the holder token of every attempt",
             caught_by: &["fresh-token"],
+            counterexample: Some(Counterexample::new("holder-long-jobs", 0, 25)),
         },
         build: |replica| Flaws {
             token: TokenFlaw::ProcessId(process_id(replica)),
@@ -94,6 +99,7 @@ pub const DEFECTS: &[Defect<FlawsOf>] = &[
             description: "keeps its token in a second key; its release checks that key, then \
                       deletes the claim by name",
             caught_by: &["delete-own-claim", "no-third-worker", "attempt-report"],
+            counterexample: Some(Counterexample::new("holder-slow-release", 2, 25)),
         },
         build: |_| Flaws {
             release: ReleaseFlaw::SideKey,
@@ -105,6 +111,7 @@ pub const DEFECTS: &[Defect<FlawsOf>] = &[
             name: "swallowed-release",
             description: "reports a release that found the claim gone as a deletion, uncounted",
             caught_by: &["release-reported"],
+            counterexample: Some(Counterexample::new("holder-long-jobs", 0, 25)),
         },
         build: |_| Flaws {
             swallow_gone: true,
@@ -116,6 +123,7 @@ pub const DEFECTS: &[Defect<FlawsOf>] = &[
             name: "long-lifetime",
             description: "writes no token, and claims for four times the lifetime instead",
             caught_by: &["fresh-token", "delete-own-claim"],
+            counterexample: Some(Counterexample::new("holder-long-jobs", 0, 25)),
         },
         build: |_| Flaws {
             token: TokenFlaw::NoToken,
@@ -128,6 +136,7 @@ pub const DEFECTS: &[Defect<FlawsOf>] = &[
             description: "trusts its claim for the whole lifetime on its own timer, counted from \
                       the create's or renewal's answer instead of four fifths from the send",
             caught_by: &["effects-under-claim", "job-under-claim"],
+            counterexample: Some(Counterexample::new("holder-slow-timers", 2, 25)),
         },
         build: |_| Flaws {
             trust: TrustFlaw::FromAnswer,

@@ -4,7 +4,7 @@
 //! Terminology:
 //! - *port*: [`SimCounter`], the core's [`CounterPort`] built on the shared
 //!   `leasesim_sim::Port` of one replica (its clock, its pauses, the faulty network).
-//! - *worker under test*: [`ToyWorker`], what the world calls: `run()` and `stop()`.
+//! - *worker under test*: [`AnyWorker`], what the world calls: `run()` and `stop()`.
 //! - *factory*: builds one worker per replica from its [`WorkerPorts`] (at start and on restart).
 //! - *driver*: calls `run()` on a jittered schedule, marking the replica between rounds (so a
 //!   stop `at = "between-terms"` can land there) and noting each round's start and end.
@@ -13,7 +13,9 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use leasesim_events::ReplicaId;
-use leasesim_sim::{Drive, LocalTask, Port, WorkerFactory, WorkerInfo, Workers, World};
+use leasesim_sim::{
+    Drive, LocalTask, Port, WorkerFactory, WorkerInfo, WorkerUnderTest, Workers, World,
+};
 
 use super::events::{Answer, Note, Op, Request, RoundEnd, Toy};
 use super::worker::{Bumper, CallError, CounterPort, Flaw};
@@ -47,13 +49,12 @@ impl CounterPort for SimCounter {
     }
 }
 
-/// A toy worker the world can drive.
-pub trait ToyWorker {
-    fn run(&self) -> LocalBoxFuture<'_, RoundEnd>;
-    fn stop(&self) -> LocalBoxFuture<'_, ()>;
-}
+/// Any toy worker the world can drive.
+pub type AnyWorker = dyn WorkerUnderTest<Report = RoundEnd>;
 
-impl<P: CounterPort> ToyWorker for Bumper<P> {
+impl<P: CounterPort> WorkerUnderTest for Bumper<P> {
+    type Report = RoundEnd;
+
     fn run(&self) -> LocalBoxFuture<'_, RoundEnd> {
         Box::pin(Bumper::run(self))
     }
@@ -65,7 +66,7 @@ impl<P: CounterPort> ToyWorker for Bumper<P> {
 
 /// The toy's workers on the world's port.
 impl Workers for Toy {
-    type Worker = dyn ToyWorker;
+    type Worker = AnyWorker;
     type Ports = WorkerPorts;
 
     /// The ports of `replica`, built on the world.
@@ -73,10 +74,6 @@ impl Workers for Toy {
         WorkerPorts {
             counter: SimCounter(Port::new(world.clone(), replica)),
         }
-    }
-
-    fn stop(worker: Rc<dyn ToyWorker>) -> LocalTask {
-        Box::pin(async move { worker.stop().await })
     }
 
     fn workers() -> Vec<WorkerInfo> {
@@ -92,7 +89,7 @@ impl Workers for Toy {
             _ => return None,
         };
         Some(Rc::new(move |ports: WorkerPorts| {
-            Rc::new(Bumper::new(ports.counter, flaw)) as Rc<dyn ToyWorker>
+            Rc::new(Bumper::new(ports.counter, flaw)) as Rc<AnyWorker>
         }))
     }
 }
@@ -103,16 +100,19 @@ pub const WORKERS: &[WorkerInfo] = &[
         name: "correct",
         description: "claims, then bumps once with the granted token",
         caught_by: &[],
+        counterexample: None,
     },
     WorkerInfo {
         name: "blind-bump",
         description: "after a refused claim, bumps with the last token it was ever granted",
         caught_by: &["claimed-bump"],
+        counterexample: None,
     },
     WorkerInfo {
         name: "double-bump",
         description: "bumps twice under one claim",
         caught_by: &["claimed-bump"],
+        counterexample: None,
     },
 ];
 

@@ -13,7 +13,7 @@ use leasesim_sim::{Scenario, first_divergence};
 use crate::Reservations;
 use crate::defects::engine::Flaws;
 use crate::defects::{DEFECTS, engine_of};
-use crate::ports::{WorkerFactory, WorkerPorts, WorkerUnderTest, correct_worker};
+use crate::ports::{AnyWorker, WorkerFactory, WorkerPorts, correct_worker};
 
 fn scenario(name: &str) -> Rc<Scenario<Reservations>> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -23,13 +23,16 @@ fn scenario(name: &str) -> Rc<Scenario<Reservations>> {
 }
 
 fn engine_factory(flaws: Flaws) -> Rc<WorkerFactory> {
-    Rc::new(move |ports: WorkerPorts| Rc::new(engine_of(ports, flaws)) as Rc<dyn WorkerUnderTest>)
+    Rc::new(move |ports: WorkerPorts| Rc::new(engine_of(ports, flaws)) as Rc<AnyWorker>)
 }
 
-/// Scenarios that between them run every branch of the loop: claims taken over, transient
-/// errors and dead letters, kills, stops, a second run, swarm.
-const SCENARIOS: [&str; 5] = [
+/// Every default scenario: between them they run every branch of the loop (claims taken
+/// over, transient errors and dead letters, kills, stops, a second run, skewed clocks).
+const SCENARIOS: [&str; 8] = [
+    "expiry-steady",
     "expiry-claim-takeover",
+    "expiry-clock-skew",
+    "expiry-consume-race",
     "expiry-transient-errors",
     "expiry-killed-worker",
     "expiry-stop-anywhere",

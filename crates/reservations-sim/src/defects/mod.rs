@@ -22,7 +22,7 @@
 pub mod engine;
 
 use futures::future::LocalBoxFuture;
-use leasesim_sim::{Defect, WorkerInfo};
+use leasesim_sim::{Counterexample, Defect, WorkerInfo};
 use reservations_worker::{RunError, RunReport};
 
 use crate::ports::{SimClock, SimLetters, SimStore, SimTokens, WorkerPorts, WorkerUnderTest};
@@ -36,6 +36,7 @@ pub const DEFECTS: &[Defect<Flaws>] = &[
             name: "unguarded-expire",
             description: "expires by id alone (no status or deadline guard)",
             caught_by: &["consumed-never-expired", "single-transition"],
+            counterexample: Some(Counterexample::new("expiry-consume-race", 0, 25)),
         },
         build: Flaws {
             expire: ExpireFlaw::ById,
@@ -47,6 +48,7 @@ pub const DEFECTS: &[Defect<Flaws>] = &[
             name: "read-then-write-claim",
             description: "claims by reading the due ids, then writing each claim plainly",
             caught_by: &["exclusive-claim"],
+            counterexample: Some(Counterexample::new("expiry-claim-takeover", 0, 25)),
         },
         build: Flaws {
             claim: ClaimFlaw::ReadThenWrite,
@@ -58,6 +60,7 @@ pub const DEFECTS: &[Defect<Flaws>] = &[
             name: "tokenless-release",
             description: "releases a claim without its token, freeing whoever's claim is there",
             caught_by: &["release-own-claim"],
+            counterexample: Some(Counterexample::new("expiry-claim-takeover", 0, 35)),
         },
         build: Flaws {
             release: ReleaseFlaw::Tokenless,
@@ -69,6 +72,7 @@ pub const DEFECTS: &[Defect<Flaws>] = &[
             name: "retry-everything",
             description: "retries every outcome but expired, forever, with one fixed delay",
             caught_by: &["conflict-not-retried", "bounded-retry"],
+            counterexample: Some(Counterexample::new("expiry-consume-race", 0, 25)),
         },
         build: Flaws {
             retry: RetryFlaw::Everything,
@@ -80,6 +84,7 @@ pub const DEFECTS: &[Defect<Flaws>] = &[
             name: "worker-clock-now",
             description: "passes its own (skewed) clock as now for eligibility",
             caught_by: &["store-clock-decides", "expired-only-when-due"],
+            counterexample: Some(Counterexample::new("expiry-clock-skew", 0, 25)),
         },
         build: Flaws {
             now: NowFlaw::WorkerClock,
@@ -93,6 +98,7 @@ pub const DEFECTS: &[Defect<Flaws>] = &[
                       holds not yet due, which it acknowledges as not eligible and claims \
                       again at once",
             caught_by: &["store-clock-decides", "no-hot-reclaim"],
+            counterexample: Some(Counterexample::new("expiry-clock-skew", 0, 25)),
         },
         build: Flaws {
             now: NowFlaw::WorkerClockClaims,
@@ -104,6 +110,7 @@ pub const DEFECTS: &[Defect<Flaws>] = &[
             name: "token-per-worker",
             description: "uses one claim token for all its claims instead of a fresh one per claim",
             caught_by: &["fresh-claim-token", "release-own-claim"],
+            counterexample: Some(Counterexample::new("expiry-steady", 0, 25)),
         },
         build: Flaws {
             token: TokenFlaw::PerWorker,
@@ -115,6 +122,7 @@ pub const DEFECTS: &[Defect<Flaws>] = &[
             name: "release-skipped-on-error",
             description: "skips the finally-path release when settling ends in an error",
             caught_by: &["claim-released"],
+            counterexample: Some(Counterexample::new("expiry-transient-errors", 0, 25)),
         },
         build: Flaws {
             skip_release_on_error: true,
@@ -127,6 +135,8 @@ pub const DEFECTS: &[Defect<Flaws>] = &[
 pub type DefectiveWorker = Engine<SimStore, SimLetters, SimClock, SimTokens>;
 
 impl WorkerUnderTest for DefectiveWorker {
+    type Report = Result<RunReport, RunError>;
+
     fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>> {
         Box::pin(Engine::run(self))
     }

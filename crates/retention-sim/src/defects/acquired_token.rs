@@ -13,7 +13,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "acquired-token";
@@ -24,6 +24,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     description: "every delete carries the fencing token from acquire, not the latest renewed \
                   one",
     caught_by: &["latest-token"],
+    counterexample: Some(Counterexample::new("renewal-rejection", 0, 25)),
 };
 
 defective_worker! {

@@ -64,6 +64,8 @@ macro_rules! defective_worker {
         impl $crate::ports::WorkerUnderTest
             for $name<$crate::ports::SimClock, $crate::ports::SimLeases, $crate::ports::SimRecords>
         {
+    type Report = Result<::retention_worker::TermReport, ::retention_worker::RunError>;
+
             fn run(
                 &self,
             ) -> ::futures::future::LocalBoxFuture<
@@ -84,7 +86,7 @@ macro_rules! defective_worker {
             /// Panics if the configuration is invalid; scenario loading has already checked it.
             pub fn from_ports(
                 ports: $crate::ports::WorkerPorts,
-            ) -> ::std::rc::Rc<dyn $crate::ports::WorkerUnderTest> {
+            ) -> ::std::rc::Rc<$crate::ports::AnyWorker> {
                 let worker = Self::new(
                     ports.owner_id,
                     ports.config,

@@ -13,7 +13,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "delete-after-loss";
@@ -24,6 +24,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     description: "a renewal failure (None or error) is recorded but deletion keeps going with \
                   the last token until the batch loop ends by itself",
     caught_by: &["no-delete-after-loss"],
+    counterexample: Some(Counterexample::new("fencing-off", 0, 25)),
 };
 
 defective_worker! {

@@ -13,7 +13,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::{CutoffFlaw, Flaws};
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "early-cutoff";
@@ -24,6 +24,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     description: "reads the clock for the cutoff before acquiring, so the cutoff predates \
                   leadership",
     caught_by: &["fixed-cutoff"],
+    counterexample: Some(Counterexample::new("steady", 0, 25)),
 };
 
 defective_worker! {

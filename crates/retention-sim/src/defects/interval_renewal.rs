@@ -21,7 +21,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::{Flaws, RenewalFlaw};
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "interval-renewal";
@@ -33,6 +33,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
                   answers replace the latest lease in arrival order; a None or an error is \
                   ignored and deletion continues",
     caught_by: &["serial-renewal", "no-delete-after-loss", "renew-latest"],
+    counterexample: Some(Counterexample::new("renewal-reorder", 0, 25)),
 };
 
 defective_worker! {

@@ -20,7 +20,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::{Flaws, RenewalFlaw};
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "leaked-renewal";
@@ -31,6 +31,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     description: "the renewal loop is not cancelled when the term ends and keeps renewing the \
                   ended term's lease until a renewal fails",
     caught_by: &["renewal-stops", "release-last"],
+    counterexample: Some(Counterexample::new("slow-deletes", 0, 25)),
 };
 
 defective_worker! {

@@ -15,7 +15,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "leftover-release";
@@ -26,6 +26,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     description: "after an acquire that answered None or failed, releases the lease left over \
                   from an earlier term",
     caught_by: &["release-after-ownership"],
+    counterexample: Some(Counterexample::new("slow-deletes", 0, 26)),
 };
 
 defective_worker! {

@@ -4,7 +4,7 @@
 //! - *defective worker*: the correct worker (`retention_worker::RetentionWorker`) with one named
 //!   defect, or, for [`naive`], the five defects of the design review together. Each is a type
 //!   generic over the three ports, with the core's `new`, `run` and `stop`, and implements
-//!   [`WorkerUnderTest`] on the simulated ports.
+//!   [`WorkerUnderTest`](crate::ports::WorkerUnderTest) on the simulated ports.
 //! - *engine*: the shared implementation: a copy of the core's term logic with defect
 //!   switches (*flaws*). Each worker module turns on exactly its own and documents precisely
 //!   what differs; each switched place in the engine carries a `// defect(<name>):` comment.
@@ -40,7 +40,7 @@ use std::rc::Rc;
 
 use leasesim_sim::Defect;
 
-use crate::ports::{WorkerPorts, WorkerUnderTest};
+use crate::ports::{AnyWorker, WorkerPorts};
 
 pub use acquired_token::AcquiredTokenWorker;
 pub use delete_after_loss::DeleteAfterLossWorker;
@@ -60,7 +60,7 @@ pub use unjoined_stop::UnjoinedStopWorker;
 pub use whole_batches::WholeBatchesWorker;
 
 /// Builds a defective worker on one replica's ports.
-pub type BuildWorker = fn(WorkerPorts) -> Rc<dyn WorkerUnderTest>;
+pub type BuildWorker = fn(WorkerPorts) -> Rc<AnyWorker>;
 
 /// Every defective worker: `naive` first, then the design review's five findings one by one,
 /// then the extras (`stale-renewal` and `whole-batches` found by the contract audit of issue

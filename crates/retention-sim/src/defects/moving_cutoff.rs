@@ -13,7 +13,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::{CutoffFlaw, Flaws};
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "moving-cutoff";
@@ -23,6 +23,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "reads the clock and recomputes the cutoff for every batch",
     caught_by: &["fixed-cutoff"],
+    counterexample: Some(Counterexample::new("steady", 0, 25)),
 };
 
 defective_worker! {

@@ -18,7 +18,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::{CutoffFlaw, Flaws, RenewalFlaw};
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "naive";
@@ -38,6 +38,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
         "no-delete-after-loss",
         "release-on-exit",
     ],
+    counterexample: Some(Counterexample::new("steady", 0, 25)),
 };
 
 defective_worker! {

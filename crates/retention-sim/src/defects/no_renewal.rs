@@ -18,7 +18,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::{Flaws, RenewalFlaw};
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "no-renewal";
@@ -28,6 +28,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "never renews: the term deletes with the acquired lease until it runs out",
     caught_by: &["renewal-due"],
+    counterexample: Some(Counterexample::new("renewal-reorder", 0, 25)),
 };
 
 defective_worker! {

@@ -13,7 +13,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "renew-error-no-release";
@@ -23,6 +23,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "treats a renewal error like a None answer and skips the release",
     caught_by: &["release-on-exit"],
+    counterexample: Some(Counterexample::new("reply-lost", 0, 25)),
 };
 
 defective_worker! {

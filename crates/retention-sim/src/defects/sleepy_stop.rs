@@ -16,7 +16,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "sleepy-stop";
@@ -27,6 +27,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     description: "stop() does not cancel the pending renewal sleep: the term releases, and \
                   stop() resolves, only once that sleep has run out",
     caught_by: &["stop-prompt"],
+    counterexample: Some(Counterexample::new("slow-deletes", 5, 25)),
 };
 
 defective_worker! {

@@ -14,7 +14,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "stale-release";
@@ -24,6 +24,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "releases the lease it acquired, not the latest renewed one",
     caught_by: &["release-latest"],
+    counterexample: Some(Counterexample::new("reply-lost", 0, 25)),
 };
 
 defective_worker! {

@@ -16,7 +16,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "stale-renewal";
@@ -26,6 +26,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     name: NAME,
     description: "renews with the lease it acquired, not the latest renewed one",
     caught_by: &["renew-latest"],
+    counterexample: Some(Counterexample::new("exact-token-renewal", 0, 25)),
 };
 
 defective_worker! {

@@ -12,7 +12,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "uncapped";
@@ -23,6 +23,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     description: "no per-term cap: every batch asks for batch_rows and the term ends only on a \
                   short batch, loss, stop or error",
     caught_by: &["term-cap"],
+    counterexample: Some(Counterexample::new("steady", 0, 25)),
 };
 
 defective_worker! {

@@ -17,7 +17,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "unjoined-stop";
@@ -28,6 +28,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     description: "stop() only sets the flag and returns at once; a delete error skips the \
                   release; a lease returned by an acquire in flight at stop is not released",
     caught_by: &["stop-joins", "release-on-exit"],
+    counterexample: Some(Counterexample::new("stop-during-acquire", 0, 25)),
 };
 
 defective_worker! {

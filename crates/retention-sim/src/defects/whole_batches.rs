@@ -15,7 +15,7 @@
 
 use crate::defects::declare::defective_worker;
 use crate::defects::flaws::Flaws;
-use leasesim_sim::WorkerInfo;
+use leasesim_sim::{Counterexample, WorkerInfo};
 
 /// The name under which the harness knows this worker.
 pub const NAME: &str = "whole-batches";
@@ -26,6 +26,7 @@ pub const INFO: WorkerInfo = WorkerInfo {
     description: "deletes only whole batches (cap / batch of them): the remainder of a cap that \
                   is not a multiple of the batch is never deleted",
     caught_by: &["no-early-stop", "term-report"],
+    counterexample: Some(Counterexample::new("odd-batches", 0, 25)),
 };
 
 defective_worker! {

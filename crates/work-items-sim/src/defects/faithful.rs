@@ -16,13 +16,16 @@ use work_items_worker::{RunError, RunReport};
 use super::engine::{Engine, Flaw};
 use crate::WorkItems;
 use crate::ports::{
-    SimClock, SimProvider, SimStore, WorkerFactory, WorkerPorts, WorkerUnderTest, correct_worker,
+    AnyWorker, SimClock, SimProvider, SimStore, WorkerFactory, WorkerPorts, WorkerUnderTest,
+    correct_worker,
 };
 
 /// The engine with `flaw` (none: the flawless engine) on the simulated ports.
 struct EngineWorker(Engine<SimClock, SimStore, SimProvider>);
 
 impl WorkerUnderTest for EngineWorker {
+    type Report = Result<RunReport, RunError>;
+
     fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>> {
         Box::pin(self.0.run())
     }
@@ -37,7 +40,7 @@ fn engine_factory(flaw: Option<Flaw>) -> Rc<WorkerFactory> {
         let parts = (ports.clock, ports.store, ports.provider);
         let engine = Engine::new(ports.owner_id, ports.config, parts, flaw)
             .expect("scenario loading validated the configuration");
-        Rc::new(EngineWorker(engine)) as Rc<dyn WorkerUnderTest>
+        Rc::new(EngineWorker(engine)) as Rc<AnyWorker>
     })
 }
 

@@ -18,7 +18,7 @@ mod engine;
 mod faithful;
 
 use futures::future::LocalBoxFuture;
-use leasesim_sim::{Defect, WorkerInfo};
+use leasesim_sim::{Counterexample, Defect, WorkerInfo};
 use work_items_worker::{Clock, ConfigError, Provider, RunError, RunReport, Store, WorkerConfig};
 
 use crate::ports::{SimClock, SimProvider, SimStore, UnsafeStore, WorkerUnderTest};
@@ -33,6 +33,7 @@ pub const DEFECTS: &[Defect<Flaw>] = &[
             description: "claims an item a read found claimable with a plain write of itself as \
                       owner (no condition)",
             caught_by: &["claimable-only"],
+            counterexample: Some(Counterexample::new("items-steady", 0, 17)),
         },
         build: Flaw::PlainWriteClaim,
     },
@@ -41,6 +42,7 @@ pub const DEFECTS: &[Defect<Flaw>] = &[
             name: "unfenced-apply",
             description: "applies the item's effect without the token predicate",
             caught_by: &["stale-apply"],
+            counterexample: Some(Counterexample::new("items-clock-skew", 0, 34)),
         },
         build: Flaw::UnfencedApply,
     },
@@ -50,6 +52,7 @@ pub const DEFECTS: &[Defect<Flaw>] = &[
             description: "retries an ambiguous provider timeout with a new key, without \
                       reconciling",
             caught_by: &["effect-once", "reconcile-first"],
+            counterexample: Some(Counterexample::new("items-provider-timeouts", 0, 22)),
         },
         build: Flaw::KeylessRetry,
     },
@@ -58,6 +61,7 @@ pub const DEFECTS: &[Defect<Flaw>] = &[
             name: "lease-lost-retry",
             description: "treats lease-lost as a transient error and retries with the same token",
             caught_by: &["stop-on-lease-lost"],
+            counterexample: Some(Counterexample::new("items-ugly-transition", 0, 19)),
         },
         build: Flaw::LeaseLostRetry,
     },
@@ -66,6 +70,7 @@ pub const DEFECTS: &[Defect<Flaw>] = &[
             name: "unfenced-done",
             description: "marks items done without the owner check",
             caught_by: &["stale-done"],
+            counterexample: Some(Counterexample::new("items-clock-skew", 2, 42)),
         },
         build: Flaw::UnfencedDone,
     },
@@ -74,6 +79,7 @@ pub const DEFECTS: &[Defect<Flaw>] = &[
             name: "worker-token",
             description: "keeps the first token it was granted and sends it with every later claim",
             caught_by: &["claim-token"],
+            counterexample: Some(Counterexample::new("items-long-items", 0, 25)),
         },
         build: Flaw::WorkerToken,
     },
@@ -84,6 +90,7 @@ pub const DEFECTS: &[Defect<Flaw>] = &[
                       interval has passed on its own clock: a clock behind the store's renews \
                       late",
             caught_by: &["renewal-due"],
+            counterexample: Some(Counterexample::new("items-clock-skew", 0, 25)),
         },
         build: Flaw::StoreExpiryRenewal,
     },
@@ -93,6 +100,7 @@ pub const DEFECTS: &[Defect<Flaw>] = &[
             description: "goes on claiming new items after the pass's deadline has passed on its \
                       clock",
             caught_by: &["pass-deadline"],
+            counterexample: Some(Counterexample::new("items-long-items", 0, 25)),
         },
         build: Flaw::NoDeadline,
     },
@@ -139,6 +147,8 @@ impl<C: Clock, S: Store + UnsafeStore, P: Provider> DefectiveWorker<C, S, P> {
 }
 
 impl WorkerUnderTest for DefectiveWorker<SimClock, SimStore, SimProvider> {
+    type Report = Result<RunReport, RunError>;
+
     fn run(&self) -> LocalBoxFuture<'_, Result<RunReport, RunError>> {
         Box::pin(DefectiveWorker::run(self))
     }
