@@ -33,7 +33,7 @@ snap:
 verdicts OUT SEEDS="150":
     #!/usr/bin/env bash
     set -uo pipefail
-    cargo build --release -q -p leasesim --bin leasesim || exit 1
+    cargo build --release -q -p leasesim-cli --bin leasesim || exit 1
     mkdir -p "{{OUT}}"
     for system in retention work-items reservations holder-lock; do
       workers=$(./target/release/leasesim list --system "$system" \

@@ -39,7 +39,14 @@ pub fn build(root: &Path) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let status = Command::new(cargo)
         .current_dir(root)
-        .args(["build", "--profile", "coverage", "-p", "leasesim", "--bin"])
+        .args([
+            "build",
+            "--profile",
+            "coverage",
+            "-p",
+            "leasesim-cli",
+            "--bin",
+        ])
         .arg("leasesim")
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;

@@ -49,6 +49,10 @@ pub use futures;
 /// (`leasesim-conformance`, feature `conformance`: it brings proptest into the build).
 #[cfg(feature = "conformance")]
 pub use leasesim_conformance as conformance;
+/// Real runs of a system's worker on tokio against a real store (`leasesim-real`, feature
+/// `real`).
+#[cfg(feature = "real")]
+pub use leasesim_real as real;
 pub use leasesim_retention::{
     AnyWorker, Retention, SimWorker, WorkerPorts, WorkerUnderTest, correct_worker_of,
 };
@@ -56,8 +60,9 @@ pub use leasesim_rt::Strategy;
 /// A system and its components; `Render` is how its events read and draw.
 pub use leasesim_sim::{Apply, Checks, Drive, Setup, System, Workers};
 /// The systems' store ports on real databases, and the models behind them
-/// (`leasesim-stores`): implement a port for your store to check it with the conformance
-/// drivers (feature `conformance`).
+/// (`leasesim-stores`, feature `stores`): implement a port for your store to check it with
+/// the conformance drivers (feature `conformance`).
+#[cfg(feature = "stores")]
 pub use leasesim_stores as stores;
 pub use leasesim_timeline::Render;
 pub use runner::Outcome;

@@ -132,6 +132,7 @@ pub trait AnyReport {
     fn profile(&self) -> Vec<String>;
     fn trace(&self, head: &TraceHeader) -> String;
     /// JSON lines: the header, the events, the verdict.
+    #[cfg(feature = "json")]
     fn json(&self, head: &TraceHeader) -> String;
     fn digest(&self, head: &TraceHeader, max_lines: usize) -> String;
     fn html(&self, head: &TraceHeader) -> String;
@@ -458,6 +459,7 @@ impl<S: System + Render> AnyReport for ReportOf<S> {
         trace::render(head, &self.report)
     }
 
+    #[cfg(feature = "json")]
     fn json(&self, head: &TraceHeader) -> String {
         trace::render_json(head, &self.report)
     }

@@ -186,6 +186,7 @@ pub fn render<S: System + Render>(head: &TraceHeader, report: &RunReport<S>) -> 
     out
 }
 
+#[cfg(feature = "json")]
 /// The header as one JSON object: what the text header says, keyed.
 fn header_json<S: System + Render>(head: &TraceHeader, report: &RunReport<S>) -> serde_json::Value {
     serde_json::json!({
@@ -207,6 +208,7 @@ fn header_json<S: System + Render>(head: &TraceHeader, report: &RunReport<S>) ->
     })
 }
 
+#[cfg(feature = "json")]
 /// JSON lines for tools: the header object, one object per event, then one verdict object;
 /// each says its `kind` (`header`, `event`, `verdict`). Clock values are relative to the
 /// epoch, as in the text trace.
