@@ -140,7 +140,10 @@ pub struct SimTokens(pub(crate) Port<HolderLock>);
 pub struct SimJob(pub(crate) Port<HolderLock>);
 
 impl Clock for SimClock {
-    /// Sleeps on this replica's clock (drifting as the profile says); held by pauses.
+    /// Sleeps `ms` on this replica's clock. The timer starts at the future's first poll, not
+    /// at its creation; drift scales it, clock jumps do not end it, a pause holds its
+    /// wake-up, and a zero-length sleep still yields once (`leasesim_sim::Port::sleep` says
+    /// each exactly).
     fn sleep(&self, ms: u64) -> impl Future<Output = ()> {
         let port = self.0.clone();
         async move { port.sleep(ms).await }
@@ -349,7 +352,7 @@ replica_of!(SimClock, SimStore, SimTokens, SimJob);
 
 /// The holder-lock workers: the production core and the defective ones, on the world's ports.
 impl Workers for HolderLock {
-    type Worker = AnyWorker;
+    type Report = Result<AttemptReport, RunError>;
     type Ports = WorkerPorts;
 
     /// The ports of `replica`, built on the world.

@@ -49,7 +49,7 @@ use std::hint::black_box;
 use std::rc::Rc;
 use std::time::Duration;
 
-use leasesim::Retention;
+use leasesim::retention::Retention;
 use leasesim::runner::{Observers, RunSpec};
 use leasesim_events::{Event, EventKind, Flow, Phase, Stamped};
 use leasesim_holder_lock::HolderLock;

@@ -34,8 +34,8 @@ mod common;
 use std::cell::Cell;
 use std::rc::Rc;
 
-use leasesim::Scenario;
 use leasesim::overrides::Overrides;
+use leasesim::retention::Scenario;
 use leasesim_events::{Flow, OpSet};
 use leasesim_holder_lock::HolderLock;
 use leasesim_reservations::Reservations;

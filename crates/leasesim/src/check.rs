@@ -12,17 +12,17 @@
 //!   `leasesim fuzz` keeps): a check replays the seeds recorded for its scenario, worker and
 //!   strategy first, and records the seed it finds failing.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use leasesim_retention::{AnyWorker, Retention, WorkerPorts, WorkerUnderTest};
 use leasesim_rt::{Feed, Strategy};
-use leasesim_sim::{Scenario, System, WorkerFactory};
+use leasesim_sim::{Scenario, System, WorkerFactory, WorkerOf, WorkerUnderTest};
 use leasesim_timeline::Render;
 
 use crate::catalog;
-use crate::error::parse_seed;
+use crate::error::{UsageError, parse_seed};
 use crate::faildb::{Entry, FailureDb};
 use crate::runner::{Outcome, RunReport, RunSpec, checker_set, run};
 use crate::shrink::shrink;
@@ -35,54 +35,48 @@ pub const SHRINK_BUDGET: u64 = 20_000;
 /// Something that names a scenario of system `S`: a builtin name, a path, or a loaded
 /// scenario.
 pub trait IntoScenario<S: System + Render> {
-    #[track_caller]
-    fn into_scenario(self) -> Scenario<S>;
+    /// The scenario, or why it cannot be one of `S` (unknown name, unreadable or invalid
+    /// file, a scenario of another system).
+    fn into_scenario(self) -> Result<Scenario<S>, UsageError>;
 }
 
 impl<S: System + Render> IntoScenario<S> for Scenario<S> {
-    fn into_scenario(self) -> Scenario<S> {
-        self
+    fn into_scenario(self) -> Result<Scenario<S>, UsageError> {
+        Ok(self)
     }
 }
 
-/// The scenario of system `S` behind `found`; panics naming both systems otherwise.
-#[track_caller]
-fn of_system<S: System + Render>(found: Arc<dyn AnyScenario>) -> Scenario<S> {
+/// The scenario of system `S` behind `found`, or an error naming both systems.
+fn of_system<S: System + Render>(found: Arc<dyn AnyScenario>) -> Result<Scenario<S>, UsageError> {
     match found.as_any().downcast_ref::<ScenarioOf<S>>() {
-        Some(scenario) => scenario.0.clone(),
-        None => panic!(
-            "scenario `{}` is a `{}` scenario; this check is of the `{}` system",
-            found.name(),
-            found.system().name(),
-            S::NAME
-        ),
+        Some(scenario) => Ok(scenario.0.clone()),
+        None => Err(UsageError::BadValue {
+            flag: "the check's scenario",
+            given: found.name().to_string(),
+            why: format!(
+                "a {} scenario; this check is of the {} system",
+                found.system().name(),
+                S::NAME
+            ),
+        }),
     }
 }
 
 impl<S: System + Render> IntoScenario<S> for &str {
-    /// A builtin name (`"steady"`) or a path to a scenario file. Panics with the error.
-    #[track_caller]
-    fn into_scenario(self) -> Scenario<S> {
-        match catalog::resolve_one(self) {
-            Ok(found) => of_system(found),
-            Err(err) => panic!("{err}"),
-        }
+    /// A builtin name (`"steady"`) or a path to a scenario file.
+    fn into_scenario(self) -> Result<Scenario<S>, UsageError> {
+        of_system(catalog::resolve_one(self)?)
     }
 }
 
 impl<S: System + Render> IntoScenario<S> for &Path {
-    #[track_caller]
-    fn into_scenario(self) -> Scenario<S> {
-        match catalog::load(self) {
-            Ok(found) => of_system(found),
-            Err(err) => panic!("{err}"),
-        }
+    fn into_scenario(self) -> Result<Scenario<S>, UsageError> {
+        of_system(catalog::load(self)?)
     }
 }
 
 impl<S: System + Render> IntoScenario<S> for PathBuf {
-    #[track_caller]
-    fn into_scenario(self) -> Scenario<S> {
+    fn into_scenario(self) -> Result<Scenario<S>, UsageError> {
         self.as_path().into_scenario()
     }
 }
@@ -95,12 +89,25 @@ struct Toolbox {
     html: Option<PathBuf>,
 }
 
-/// A check of one worker against one scenario of system `S`.
+/// A check of one worker against one scenario of system `S`: built by a system's `check`
+/// or `check_builtin`, run by [`Check::seeds`] or [`Check::try_seeds`].
+///
+/// A check that is built and dropped runs nothing; the compiler says so:
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// leasesim::retention::check("steady", leasesim::retention::correct_worker_of);
+/// ```
+#[must_use = "a check runs nothing until `.seeds(n)` or `.try_seeds(n)`"]
 pub struct Check<S: System + Render> {
-    scenario: Rc<Scenario<S>>,
-    factory: Rc<WorkerFactory<S>>,
+    /// The scenario, or the bad input found while building the check (reported by
+    /// `try_seeds`, so building never panics).
+    scenario: Result<Rc<Scenario<S>>, UsageError>,
+    /// The worker's factory, or why there is none (an unknown builtin name).
+    factory: Result<Rc<WorkerFactory<S>>, UsageError>,
     worker_name: String,
-    /// The worker is one of the harness's own (so `leasesim replay` can rebuild it).
+    /// The worker is one of the system's own (so `leasesim replay` can rebuild it, when the
+    /// system is registered).
     builtin: bool,
     strategy: Strategy,
     start_seed: u64,
@@ -148,55 +155,95 @@ impl<S: System + Render> std::fmt::Display for CheckFailure<S> {
     }
 }
 
-/// Starts a check of the retention worker `make` builds, against `scenario` (a retention
-/// scenario: a builtin name, a path, or a loaded one).
-///
-/// `make` gets the replica's ports, including `ports.config`: the scenario's worker
-/// settings, which the run judges the worker against.
-#[track_caller]
-pub fn check<W, F>(scenario: impl IntoScenario<Retention>, make: F) -> Check<Retention>
-where
-    W: WorkerUnderTest<Report = <AnyWorker as WorkerUnderTest>::Report> + 'static,
-    F: Fn(WorkerPorts) -> W + 'static,
-{
-    let factory: Rc<WorkerFactory<Retention>> =
-        Rc::new(move |ports| Rc::new(make(ports)) as Rc<AnyWorker>);
-    check_system(scenario, factory)
+impl<S: System + Render> std::error::Error for CheckFailure<S> where Outcome<S>: std::fmt::Debug {}
+
+/// Why [`Check::try_seeds`] returned no summary.
+#[derive(Debug)]
+pub enum CheckError<S: System + Render> {
+    /// The check could not run: a bad scenario or worker name, a count of seeds that runs
+    /// nothing or past the last seed, a malformed `LEASESIM_SEED`, an unreadable
+    /// `LEASESIM_FAILURES`. Nothing ran.
+    Input(UsageError),
+    /// A seed failed.
+    Failed(Box<CheckFailure<S>>),
 }
 
-/// Starts a check of any system's worker, built by `factory`, against `scenario`.
-#[track_caller]
-pub fn check_system<S: System + Render>(
-    scenario: impl IntoScenario<S>,
-    factory: Rc<WorkerFactory<S>>,
-) -> Check<S> {
-    Check {
-        scenario: Rc::new(scenario.into_scenario()),
-        factory,
-        worker_name: "custom".into(),
-        builtin: false,
-        strategy: Strategy::Random,
-        start_seed: 0,
-        toolbox: Toolbox::default(),
+impl<S: System + Render> CheckError<S> {
+    /// The failure, when a seed failed; `None` for bad input.
+    pub fn into_failure(self) -> Option<Box<CheckFailure<S>>> {
+        match self {
+            CheckError::Failed(failure) => Some(failure),
+            CheckError::Input(_) => None,
+        }
     }
 }
 
+impl<S: System + Render> std::fmt::Display for CheckError<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckError::Input(err) => write!(f, "leasesim: cannot run the check: {err}"),
+            CheckError::Failed(failure) => write!(f, "{failure}"),
+        }
+    }
+}
+
+impl<S: System + Render> std::error::Error for CheckError<S>
+where
+    Outcome<S>: std::fmt::Debug,
+{
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CheckError::Input(err) => Some(err),
+            CheckError::Failed(_) => None,
+        }
+    }
+}
+
+/// Starts a check of the worker `make` builds for each replica, against `scenario` (a
+/// scenario of system `S`: a builtin name, a path, or a loaded one). Each system's module
+/// has this as its `check` (`leasesim::retention::check`, ...); call it directly for a
+/// system of your own.
+///
+/// `make` gets the replica's ports, including `ports.config`: the scenario's worker
+/// settings, which the run judges the worker against.
+pub fn check_system<S, W, F>(scenario: impl IntoScenario<S>, make: F) -> Check<S>
+where
+    S: System + Render,
+    W: WorkerUnderTest<Report = S::Report> + 'static,
+    F: Fn(S::Ports) -> W + 'static,
+{
+    let factory: Rc<WorkerFactory<S>> =
+        Rc::new(move |ports| Rc::new(make(ports)) as Rc<WorkerOf<S>>);
+    Check::new(scenario, Ok(factory), "custom", false)
+}
+
+/// Starts a check of a builtin worker of system `S` by name (`correct`, `stale-release`,
+/// ...), against `scenario`. An unknown name is reported by [`Check::try_seeds`].
+pub fn check_builtin<S: System + Render>(scenario: impl IntoScenario<S>, worker: &str) -> Check<S> {
+    let factory = S::factory(worker).ok_or_else(|| UsageError::UnknownName {
+        what: "worker",
+        given: worker.to_string(),
+        valid: S::workers().iter().map(|w| w.name.to_string()).collect(),
+    });
+    Check::new(scenario, factory, worker, true)
+}
+
 impl<S: System + Render> Check<S> {
-    /// Checks a builtin worker of the system by name (`correct`, `stale-release`, ...)
-    /// instead.
-    #[track_caller]
-    pub fn builtin_worker(mut self, name: &str) -> Check<S> {
-        let valid: Vec<&str> = S::workers().iter().map(|w| w.name).collect();
-        self.factory = S::factory(name).unwrap_or_else(|| {
-            panic!(
-                "unknown {} worker `{name}`; valid: {}",
-                S::NAME,
-                valid.join(", ")
-            )
-        });
-        self.worker_name = name.to_string();
-        self.builtin = true;
-        self
+    fn new(
+        scenario: impl IntoScenario<S>,
+        factory: Result<Rc<WorkerFactory<S>>, UsageError>,
+        worker: &str,
+        builtin: bool,
+    ) -> Check<S> {
+        Check {
+            scenario: scenario.into_scenario().map(Rc::new),
+            factory,
+            worker_name: worker.to_string(),
+            builtin,
+            strategy: Strategy::Random,
+            start_seed: 0,
+            toolbox: Toolbox::default(),
+        }
     }
 
     /// The name failures report for your worker (default `custom`).
@@ -236,35 +283,32 @@ impl<S: System + Render> Check<S> {
         self
     }
 
-    /// Runs `count` seeds; panics with the first failure.
+    /// Runs `count` seeds; panics with the first failure, or with the bad input that kept
+    /// the check from running.
     #[track_caller]
     pub fn seeds(self, count: u64) -> CheckSummary {
         match self.try_seeds(count) {
             Ok(summary) => summary,
-            Err(failure) => panic!("{failure}"),
+            Err(err) => panic!("{err}"),
         }
     }
 
     /// Runs `count` seeds (or only `LEASESIM_SEED`), after the seeds `LEASESIM_FAILURES`
-    /// recorded; returns the first failure.
-    #[track_caller]
-    pub fn try_seeds(self, count: u64) -> Result<CheckSummary, Box<CheckFailure<S>>> {
-        // Bad input, not a passing check: a count of 0 runs nothing, and seeds never wrap.
-        assert!(
-            count > 0,
-            "a check of 0 seeds would run nothing: ask for 1 or more"
-        );
-        let last = self.start_seed.checked_add(count - 1);
-        assert!(
-            last.is_some(),
-            "start seed {} and {count} seeds run past the last seed ({}): seeds never wrap",
-            self.start_seed,
-            u64::MAX
-        );
-        let name = self.scenario.name.clone();
-        if let Ok(only) = std::env::var("LEASESIM_SCENARIO")
-            && only != name
-        {
+    /// recorded; returns the first failure, or the bad input that kept the check from
+    /// running. Never panics.
+    pub fn try_seeds(self, count: u64) -> Result<CheckSummary, CheckError<S>> {
+        let env = CheckEnv::read().map_err(CheckError::Input)?;
+        self.run_seeds(count, &env)
+    }
+
+    /// `try_seeds` with the environment already read.
+    fn run_seeds(self, count: u64, env: &CheckEnv) -> Result<CheckSummary, CheckError<S>> {
+        let input = |err: &UsageError| CheckError::Input(err.clone());
+        let scenario = self.scenario.as_ref().map_err(input)?.clone();
+        let factory = self.factory.as_ref().map_err(input)?.clone();
+        seed_range(self.start_seed, count).map_err(CheckError::Input)?;
+        let name = scenario.name.clone();
+        if env.scenario.as_ref().is_some_and(|only| *only != name) {
             let summary = CheckSummary {
                 scenario: name,
                 seeds: 0,
@@ -272,57 +316,60 @@ impl<S: System + Render> Check<S> {
             };
             return Ok(summary);
         }
-        let single = std::env::var("LEASESIM_SEED")
-            .ok()
-            .map(|text| parse_seed(&text).unwrap_or_else(|err| panic!("LEASESIM_SEED: {err}")));
-        let mut db = failure_db();
-        let seeds = self.seed_list(count, single, db.as_ref());
-        let base = self.spec(Feed::Seed(0)).calibrated();
+        let mut db = env.failure_db().map_err(CheckError::Input)?;
+        let seeds = self.seed_list(&scenario, count, env.seed, db.as_ref());
+        let base = self.spec(&scenario, &factory).calibrated();
         // Panics inside runs become verdicts with their file:line; printing Rust's report for
         // each would bury the one failure this check returns.
         leasesim_rt::capture_panics();
-        let was_quiet = leasesim_rt::set_quiet(single.is_none());
-        let found = first_failure(&base, &seeds, single.is_some());
+        let was_quiet = leasesim_rt::set_quiet(env.seed.is_none());
+        let found = first_failure(&base, &seeds, env.seed.is_some());
         leasesim_rt::set_quiet(was_quiet);
-        match found {
-            Ok(ran) => Ok(CheckSummary {
-                scenario: name,
-                seeds: ran,
-                skipped: false,
-            }),
-            Err(found) => {
-                let (seed, report) = *found;
-                let failure = self.failure(&base, seed, report);
-                record(
-                    db.as_mut(),
-                    &failure,
-                    &self.reference(),
-                    self.strategy,
-                    &base,
-                );
-                Err(Box::new(failure))
+        let (seed, report) = match found {
+            Ok(ran) => {
+                let summary = CheckSummary {
+                    scenario: name,
+                    seeds: ran,
+                    skipped: false,
+                };
+                return Ok(summary);
             }
+            Err(found) => *found,
+        };
+        let mut failure = self.failure(&scenario, &base, seed, report);
+        let reference = self.reference(&scenario);
+        if let Err(err) = record(db.as_mut(), &failure, &reference, self.strategy, &base) {
+            failure
+                .details
+                .push_str(&format!("LEASESIM_FAILURES: {err}\n"));
         }
+        Err(CheckError::Failed(Box::new(failure)))
     }
 
     /// The spec of one run of this check.
-    fn spec(&self, feed: Feed) -> RunSpec<S> {
+    fn spec(&self, scenario: &Rc<Scenario<S>>, factory: &Rc<WorkerFactory<S>>) -> RunSpec<S> {
         RunSpec::new(
-            self.scenario.clone(),
+            scenario.clone(),
             &self.worker_name,
-            self.factory.clone(),
-            feed,
+            factory.clone(),
+            Feed::Seed(0),
             self.strategy,
         )
     }
 
     /// The seeds to run: the one `LEASESIM_SEED` names; else the recorded failing seeds of
     /// this scenario, worker and strategy, then `count` seeds from the start seed.
-    fn seed_list(&self, count: u64, single: Option<u64>, db: Option<&FailureDb>) -> Vec<u64> {
+    fn seed_list(
+        &self,
+        scenario: &Scenario<S>,
+        count: u64,
+        single: Option<u64>,
+        db: Option<&FailureDb>,
+    ) -> Vec<u64> {
         if let Some(seed) = single {
             return vec![seed];
         }
-        let (reference, strategy) = (self.reference(), self.strategy.to_string());
+        let (reference, strategy) = (self.reference(scenario), self.strategy.to_string());
         let mut seeds: Vec<u64> = db
             .map(|db| db.entries())
             .unwrap_or_default()
@@ -331,26 +378,31 @@ impl<S: System + Render> Check<S> {
             .filter(|e| e.strategy == strategy)
             .map(|e| e.seed)
             .collect();
-        let recorded = seeds.len();
         seeds.extend((0..count).map(|i| self.start_seed + i));
-        // invariant: recorded seeds come first, then exactly `count` more.
-        debug_assert_eq!(seeds.len(), recorded + count as usize);
         seeds
     }
 
     /// How replay lines and the failure database name this check's scenario.
-    fn reference(&self) -> String {
-        catalog::scenario_ref(&ScenarioOf((*self.scenario).clone()))
+    fn reference(&self, scenario: &Scenario<S>) -> String {
+        catalog::scenario_ref(&ScenarioOf(scenario.clone()))
     }
 
-    fn failure(&self, base: &RunSpec<S>, seed: u64, report: RunReport<S>) -> CheckFailure<S> {
-        let name = &self.scenario.name;
+    fn failure(
+        &self,
+        scenario: &Scenario<S>,
+        base: &RunSpec<S>,
+        seed: u64,
+        report: RunReport<S>,
+    ) -> CheckFailure<S> {
+        let name = &scenario.name;
         let rerun =
             format!("rerun this seed: LEASESIM_SEED={seed} LEASESIM_SCENARIO={name} cargo test");
-        let replay = match self.builtin {
+        // `leasesim replay` rebuilds only the harness's own workers of its registered systems.
+        let replayable = self.builtin && crate::systems::system(S::NAME).is_some();
+        let replay = match replayable {
             true => {
-                let line =
-                    catalog::replay_line(&self.reference(), seed, &self.worker_name, self.strategy);
+                let reference = self.reference(scenario);
+                let line = catalog::replay_line(&reference, seed, &self.worker_name, self.strategy);
                 format!("{line}\n{rerun}")
             }
             false => rerun,
@@ -363,6 +415,85 @@ impl<S: System + Render> Check<S> {
             outcome: report.outcome,
             replay,
         }
+    }
+}
+
+/// Refuses a count of seeds that would run nothing, or run past the last seed (seeds never
+/// wrap); the last seed otherwise.
+fn seed_range(start: u64, count: u64) -> Result<u64, UsageError> {
+    let bad = |why: String| UsageError::BadValue {
+        flag: "the check's seed count",
+        given: count.to_string(),
+        why,
+    };
+    if count == 0 {
+        return Err(bad(
+            "a check of 0 seeds would run nothing: ask for 1 or more".into(),
+        ));
+    }
+    start.checked_add(count - 1).ok_or_else(|| {
+        bad(format!(
+            "from start seed {start} it runs past the last seed ({}): seeds never wrap",
+            u64::MAX
+        ))
+    })
+}
+
+/// The environment variables a check reads, parsed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct CheckEnv {
+    /// `LEASESIM_SEED`: run only this seed.
+    seed: Option<u64>,
+    /// `LEASESIM_SCENARIO`: skip checks of other scenarios.
+    scenario: Option<String>,
+    /// `LEASESIM_FAILURES`: the failure database file.
+    failures: Option<PathBuf>,
+}
+
+impl CheckEnv {
+    /// Reads the process's environment.
+    fn read() -> Result<CheckEnv, UsageError> {
+        CheckEnv::parse(std::env::var_os)
+    }
+
+    /// Parses the variables `get` returns; an error names the variable and its value.
+    fn parse(get: impl Fn(&'static str) -> Option<OsString>) -> Result<CheckEnv, UsageError> {
+        let text = |variable: &'static str| -> Result<Option<String>, UsageError> {
+            let Some(value) = get(variable) else {
+                return Ok(None);
+            };
+            value
+                .into_string()
+                .map(Some)
+                .map_err(|value| UsageError::Env {
+                    variable,
+                    why: format!("`{}` is not UTF-8", value.to_string_lossy()),
+                })
+        };
+        let seed = match text("LEASESIM_SEED")? {
+            None => None,
+            Some(given) => Some(parse_seed(&given).map_err(|why| UsageError::Env {
+                variable: "LEASESIM_SEED",
+                why,
+            })?),
+        };
+        Ok(CheckEnv {
+            seed,
+            scenario: text("LEASESIM_SCENARIO")?,
+            failures: get("LEASESIM_FAILURES").map(PathBuf::from),
+        })
+    }
+
+    /// The failure database `LEASESIM_FAILURES` names, if any.
+    fn failure_db(&self) -> Result<Option<FailureDb>, UsageError> {
+        self.failures
+            .as_deref()
+            .map(FailureDb::open)
+            .transpose()
+            .map_err(|err| UsageError::Env {
+                variable: "LEASESIM_FAILURES",
+                why: err.to_string(),
+            })
     }
 }
 
@@ -421,7 +552,7 @@ fn first_failure<S: System + Render>(
     seeds: &[u64],
     print_trace: bool,
 ) -> Result<u64, Box<(u64, RunReport<S>)>> {
-    for (ran, &seed) in seeds.iter().enumerate() {
+    for &seed in seeds {
         let spec = RunSpec {
             feed: Feed::Seed(seed),
             keep_events: print_trace,
@@ -433,34 +564,21 @@ fn first_failure<S: System + Render>(
             eprintln!("{}", render(&head, &report));
         }
         if report.failed() {
-            // invariant: the seeds before this one passed.
-            debug_assert!(ran < seeds.len());
             return Err(Box::new((seed, report)));
         }
     }
     Ok(seeds.len() as u64)
 }
 
-/// The failure database `LEASESIM_FAILURES` names, if any (a bad file panics: bad input).
-#[track_caller]
-fn failure_db() -> Option<FailureDb> {
-    let path = std::env::var_os("LEASESIM_FAILURES")?;
-    match FailureDb::open(Path::new(&path)) {
-        Ok(db) => Some(db),
-        Err(err) => panic!("LEASESIM_FAILURES: {err}"),
-    }
-}
-
 /// Records `failure` in the database (when there is one).
-#[track_caller]
 fn record<S: System + Render>(
     db: Option<&mut FailureDb>,
     failure: &CheckFailure<S>,
     reference: &str,
     strategy: Strategy,
     base: &RunSpec<S>,
-) {
-    let Some(db) = db else { return };
+) -> Result<(), UsageError> {
+    let Some(db) = db else { return Ok(()) };
     let entry = Entry {
         scenario: reference.to_string(),
         worker: failure.worker.clone(),
@@ -470,9 +588,87 @@ fn record<S: System + Render>(
         sentence: failure.outcome.sentence(),
         checkers: Some(checker_set(&base.scenario)),
     };
-    if db.add([entry]) > 0
-        && let Err(err) = db.save()
-    {
-        panic!("LEASESIM_FAILURES: {err}");
+    match db.add([entry]) {
+        0 => Ok(()),
+        _ => db.save(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::ffi::OsStringExt;
+
+    use super::*;
+
+    /// The environment `vars` describes.
+    fn env_of(vars: &[(&'static str, OsString)]) -> Result<CheckEnv, UsageError> {
+        CheckEnv::parse(|name| {
+            vars.iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| value.clone())
+        })
+    }
+
+    #[test]
+    fn the_environment_parses_each_variable_and_names_the_bad_one() {
+        assert_eq!(env_of(&[]), Ok(CheckEnv::default()));
+        let set = env_of(&[
+            ("LEASESIM_SEED", "0x10".into()),
+            ("LEASESIM_SCENARIO", "steady".into()),
+            ("LEASESIM_FAILURES", "db.toml".into()),
+        ]);
+        let wanted = CheckEnv {
+            seed: Some(16),
+            scenario: Some("steady".into()),
+            failures: Some(PathBuf::from("db.toml")),
+        };
+        assert_eq!(set, Ok(wanted));
+        let bad_seed = env_of(&[("LEASESIM_SEED", "-1".into())]).unwrap_err();
+        assert!(
+            bad_seed
+                .to_string()
+                .starts_with("LEASESIM_SEED: `-1` is not a seed"),
+            "{bad_seed}"
+        );
+        let not_utf8 = OsString::from_vec(vec![b's', 0xff]);
+        let bad_name = env_of(&[("LEASESIM_SCENARIO", not_utf8)]).unwrap_err();
+        assert_eq!(
+            bad_name.to_string(),
+            "LEASESIM_SCENARIO: `s\u{fffd}` is not UTF-8"
+        );
+    }
+
+    #[test]
+    fn a_seed_range_is_refused_when_empty_or_past_the_last_seed() {
+        assert_eq!(seed_range(0, 1), Ok(0));
+        assert_eq!(seed_range(u64::MAX, 1), Ok(u64::MAX));
+        assert_eq!(seed_range(u64::MAX - 9, 10), Ok(u64::MAX));
+        let past = seed_range(u64::MAX - 9, 11).unwrap_err().to_string();
+        assert!(past.contains("seeds never wrap"), "{past}");
+        let empty = seed_range(5, 0).unwrap_err().to_string();
+        assert!(empty.contains("0 seeds would run nothing"), "{empty}");
+    }
+
+    #[test]
+    fn a_failure_database_that_cannot_be_read_is_an_error_naming_the_variable() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path();
+        let file = dir.join("failures.toml");
+        std::fs::write(&file, "[[failure]]\nseed = \"x\"\n").unwrap();
+        let env = CheckEnv {
+            failures: Some(file),
+            ..CheckEnv::default()
+        };
+        let err = env.failure_db().map(|_| ()).unwrap_err().to_string();
+        assert!(err.starts_with("LEASESIM_FAILURES: "), "{err}");
+        assert!(err.contains("failures.toml:"), "{err}");
+        let missing = CheckEnv {
+            failures: Some(dir.join("absent.toml")),
+            ..CheckEnv::default()
+        };
+        let opened = missing
+            .failure_db()
+            .expect("a missing database starts empty");
+        assert!(opened.is_some_and(|db| db.entries().is_empty()));
     }
 }

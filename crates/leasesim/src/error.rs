@@ -5,7 +5,7 @@ use std::fmt;
 use leasesim_sim::ScenarioError;
 
 /// Something the user gave that cannot be used.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UsageError {
     /// A scenario file that cannot be read or is invalid (with file:line:column).
     Scenario(ScenarioError),
@@ -23,6 +23,9 @@ pub enum UsageError {
     },
     /// A file the harness needs to read or write.
     File { path: String, why: String },
+    /// An environment variable the harness reads (`LEASESIM_SEED`, ...) whose value cannot be
+    /// used.
+    Env { variable: &'static str, why: String },
 }
 
 impl fmt::Display for UsageError {
@@ -36,6 +39,7 @@ impl fmt::Display for UsageError {
                 write!(f, "invalid value `{given}` for {flag}: {why}")
             }
             UsageError::File { path, why } => write!(f, "{path}: {why}"),
+            UsageError::Env { variable, why } => write!(f, "{variable}: {why}"),
         }
     }
 }

@@ -10,15 +10,23 @@
 //! primitives of [`RawStore`], which the production core never calls. `use
 //! leasesim::reservations::prelude::*;` brings all of it into scope.
 //!
-//! ```no_run
+//! ```
 //! use leasesim::reservations::prelude::*;
 //!
-//! leasesim::reservations::check("expiry-steady", correct_worker_of).seeds(100);
+//! // The production core passes; a worker of your own goes where `correct_worker_of` is.
+//! check("expiry-steady", correct_worker_of).seeds(2);
+//! // One of the system's defective workers is caught, with the line that replays it.
+//! let failure = check_builtin("expiry-consume-race", "unguarded-expire")
+//!     .try_seeds(20)
+//!     .expect_err("the defect is caught")
+//!     .into_failure()
+//!     .expect("a seed failed, not the input");
+//! assert!(failure.replay.starts_with("leasesim replay --scenario expiry-consume-race --seed "));
 //! ```
 
-use std::rc::Rc;
-
 pub use futures::future::LocalBoxFuture;
+
+use crate::{Check, IntoScenario};
 pub use leasesim_reservations::{
     AnyWorker, RawStore, Reservations, Scenario, SimClock, SimLetters, SimStore, SimTokens,
     SimWorker, WorkerFactory, WorkerPorts, WorkerUnderTest, correct_worker_of,
@@ -30,31 +38,33 @@ pub use reservations_worker::{
     replay_command,
 };
 
-use crate::check::{Check, IntoScenario, check_system};
-
-/// Starts a check of the expiry worker `make` builds, against `scenario` (a reservation
-/// scenario: a builtin name, a path, or a loaded one). As [`crate::check`], for this system.
+/// Starts a check of the expiry worker `make` builds for each replica, against `scenario` (a
+/// reservations scenario: a builtin name such as `"expiry-steady"`, a path, or a loaded one).
 ///
-/// `make` gets the replica's ports, including `ports.config`: the scenario's worker
-/// settings, which the run judges the worker against.
-#[track_caller]
+/// `make` gets the replica's ports, including `ports.config`: the scenario's settings, which
+/// the run judges the worker against. The builder is [`Check`]'s: `.seeds(n)` panics on the
+/// first failing seed with the invariant's sentence and how to rerun it, `.try_seeds(n)`
+/// returns it; `.strategy(..)`, `.start_seed(..)`, `.trace()`, `.shrink()`, `.html(path)`.
 pub fn check<W, F>(scenario: impl IntoScenario<Reservations>, make: F) -> Check<Reservations>
 where
     W: WorkerUnderTest<Report = <AnyWorker as WorkerUnderTest>::Report> + 'static,
     F: Fn(WorkerPorts) -> W + 'static,
 {
-    let factory: Rc<leasesim_sim::WorkerFactory<Reservations>> =
-        Rc::new(move |ports| Rc::new(make(ports)) as Rc<AnyWorker>);
-    check_system(scenario, factory)
+    crate::check_system(scenario, make)
 }
 
-/// Everything of [`crate::reservations`], its check entry point and the strategies.
+/// Starts a check of one of the reservations system's own workers by name (`"correct"`, or a
+/// defective one: `leasesim list --system reservations` names them), against `scenario`.
+pub fn check_builtin(
+    scenario: impl IntoScenario<Reservations>,
+    worker: &str,
+) -> Check<Reservations> {
+    crate::check_builtin(scenario, worker)
+}
+
+/// Everything of [`crate::reservations`] (its ports, their simulated implementations, the
+/// production core's types, `check` and `check_builtin`), and the shared check types.
 pub mod prelude {
-    pub use super::{
-        AnyWorker, Clock, DeadLetter, DeadLetters, ExpireOutcome, LocalBoxFuture, Now, RawStore,
-        Reservation, ReservationId, RunError, RunReport, SimClock, SimLetters, SimStore, SimTokens,
-        Store, StoreError, Tokens, WorkerConfig, WorkerPorts, WorkerUnderTest, check,
-        correct_worker_of,
-    };
-    pub use crate::{CheckFailure, CheckSummary, Strategy};
+    pub use super::*;
+    pub use crate::{Check, CheckError, CheckFailure, CheckSummary, Strategy};
 }

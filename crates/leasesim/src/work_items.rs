@@ -8,10 +8,24 @@
 //! implementations ([`SimClock`], [`SimStore`], [`SimProvider`]) say what the simulated
 //! services do at the instant a request is applied. `use leasesim::work_items::prelude::*;`
 //! brings all of it into scope, with [`check`].
-
-use std::rc::Rc;
+//!
+//! ```
+//! use leasesim::work_items::prelude::*;
+//!
+//! // The production core passes; a worker of your own goes where `correct_worker_of` is.
+//! check("items-steady", correct_worker_of).seeds(2);
+//! // One of the system's defective workers is caught, with the line that replays it.
+//! let failure = check_builtin("items-steady", "worker-token")
+//!     .try_seeds(20)
+//!     .expect_err("the defect is caught")
+//!     .into_failure()
+//!     .expect("a seed failed, not the input");
+//! assert!(failure.replay.starts_with("leasesim replay --scenario items-steady --seed "));
+//! ```
 
 pub use futures::future::LocalBoxFuture;
+
+use crate::{Check, IntoScenario};
 pub use leasesim_work_items::work_items_worker::{
     ApplyAck, ClaimError, Clock, ConfigError, Effect, IdempotencyKey, ItemError, ItemId,
     ItemOutcome, ItemReport, ItemWorker, Lease, Lookup, Provider, ProviderAck, ProviderError,
@@ -22,32 +36,30 @@ pub use leasesim_work_items::{
     WorkerPorts, WorkerUnderTest, correct_worker_of,
 };
 
-use crate::check::{Check, IntoScenario};
-
-/// Starts a check of the work-item worker `make` builds, against `scenario` (a work-items
-/// scenario: a builtin name such as `"items-steady"`, a path, or a loaded one).
+/// Starts a check of the work-item worker `make` builds for each replica, against `scenario` (a
+/// work-items scenario: a builtin name such as `"items-steady"`, a path, or a loaded one).
 ///
-/// `make` gets the replica's ports, including `ports.config`: the scenario's worker settings,
-/// which the run judges the worker against. The builder is [`crate::check`]'s: `.seeds(n)`
-/// panics on the first failing seed with the invariant's sentence and a replay command,
-/// `.try_seeds(n)` returns it, `.strategy(..)`, `.trace()`, `.shrink()`, `.html(path)`.
-#[track_caller]
+/// `make` gets the replica's ports, including `ports.config`: the scenario's settings, which
+/// the run judges the worker against. The builder is [`Check`]'s: `.seeds(n)` panics on the
+/// first failing seed with the invariant's sentence and how to rerun it, `.try_seeds(n)`
+/// returns it; `.strategy(..)`, `.start_seed(..)`, `.trace()`, `.shrink()`, `.html(path)`.
 pub fn check<W, F>(scenario: impl IntoScenario<WorkItems>, make: F) -> Check<WorkItems>
 where
     W: WorkerUnderTest<Report = <AnyWorker as WorkerUnderTest>::Report> + 'static,
     F: Fn(WorkerPorts) -> W + 'static,
 {
-    let factory: Rc<WorkerFactory> = Rc::new(move |ports| Rc::new(make(ports)) as Rc<AnyWorker>);
-    crate::check_system(scenario, factory)
+    crate::check_system(scenario, make)
 }
 
-/// Everything of [`crate::work_items`], its check entry point and the strategies.
+/// Starts a check of one of the work-items system's own workers by name (`"correct"`, or a
+/// defective one: `leasesim list --system work-items` names them), against `scenario`.
+pub fn check_builtin(scenario: impl IntoScenario<WorkItems>, worker: &str) -> Check<WorkItems> {
+    crate::check_builtin(scenario, worker)
+}
+
+/// Everything of [`crate::work_items`] (its ports, their simulated implementations, the
+/// production core's types, `check` and `check_builtin`), and the shared check types.
 pub mod prelude {
-    pub use super::{
-        AnyWorker, ApplyAck, ClaimError, Clock, Effect, IdempotencyKey, ItemError, ItemId,
-        ItemOutcome, ItemReport, Lease, LocalBoxFuture, Lookup, Provider, ProviderAck,
-        ProviderError, RunEnd, RunError, RunReport, RunStatus, SimClock, SimProvider, SimStore,
-        Step, Store, Transport, WorkerConfig, WorkerPorts, WorkerUnderTest, WriteError, check,
-    };
-    pub use crate::{CheckFailure, CheckSummary, Strategy};
+    pub use super::*;
+    pub use crate::{Check, CheckError, CheckFailure, CheckSummary, Strategy};
 }

@@ -1,4 +1,4 @@
-//! The library API a user calls from their own tests: `leasesim::check(...)`.
+//! The library API a user calls from their own tests: `leasesim::retention::check(...)`.
 //!
 //! `LEASESIM_SEED` and `LEASESIM_SCENARIO` are process-wide, so the tests of those variables
 //! run this test binary again as a child process (only the test
@@ -9,12 +9,12 @@
 use std::process::Command;
 
 use futures::future::LocalBoxFuture;
-use leasesim::{SimWorker, WorkerPorts, WorkerUnderTest, correct_worker_of};
+use leasesim::retention::{SimWorker, WorkerPorts, WorkerUnderTest, correct_worker_of};
 use retention_worker::{RunError, TermReport};
 
 #[test]
 fn a_check_of_the_correct_worker_passes_and_returns_its_seed_count() {
-    let summary = leasesim::check("steady", correct_worker_of).seeds(20);
+    let summary = leasesim::retention::check("steady", correct_worker_of).seeds(20);
     assert_eq!(
         summary,
         leasesim::CheckSummary {
@@ -27,10 +27,11 @@ fn a_check_of_the_correct_worker_passes_and_returns_its_seed_count() {
 
 #[test]
 fn try_seeds_returns_a_defective_workers_failure_with_its_replay_line() {
-    let failure = leasesim::check("slow-deletes", correct_worker_of)
-        .builtin_worker("stale-release")
+    let failure = leasesim::retention::check_builtin("slow-deletes", "stale-release")
         .try_seeds(50)
-        .expect_err("stale-release must fail slow-deletes");
+        .expect_err("stale-release must fail slow-deletes")
+        .into_failure()
+        .expect("a seed failed, not the input");
     assert_eq!(failure.outcome.label(), "release-latest");
     assert_eq!(failure.scenario, "slow-deletes");
     assert_eq!(failure.worker, "stale-release");
@@ -57,11 +58,12 @@ fn try_seeds_returns_a_defective_workers_failure_with_its_replay_line() {
 
 #[test]
 fn start_seed_moves_the_first_seed_checked() {
-    let failure = leasesim::check("slow-deletes", correct_worker_of)
-        .builtin_worker("stale-release")
+    let failure = leasesim::retention::check_builtin("slow-deletes", "stale-release")
         .start_seed(1_000)
         .try_seeds(5)
-        .expect_err("stale-release must fail slow-deletes");
+        .expect_err("stale-release must fail slow-deletes")
+        .into_failure()
+        .expect("a seed failed, not the input");
     assert_eq!(failure.seed, 1_000);
     assert!(
         failure
@@ -73,9 +75,7 @@ fn start_seed_moves_the_first_seed_checked() {
 #[test]
 fn seeds_panics_with_the_invariant_and_the_replay_line() {
     let panic = std::panic::catch_unwind(|| {
-        leasesim::check("slow-deletes", correct_worker_of)
-            .builtin_worker("stale-release")
-            .seeds(50)
+        leasesim::retention::check_builtin("slow-deletes", "stale-release").seeds(50)
     })
     .expect_err("seeds(50) must panic for stale-release");
     let message = panic
@@ -122,7 +122,7 @@ fn user_worker(joins: bool) -> impl Fn(WorkerPorts) -> UserWorker {
 
 #[test]
 fn a_user_worker_that_delegates_everything_passes() {
-    let summary = leasesim::check("stop-during-acquire", user_worker(true))
+    let summary = leasesim::retention::check("stop-during-acquire", user_worker(true))
         .worker_name("my-worker")
         .seeds(10);
     assert_eq!(summary.seeds, 10);
@@ -130,10 +130,12 @@ fn a_user_worker_that_delegates_everything_passes() {
 
 #[test]
 fn a_user_worker_whose_stop_does_not_join_is_caught_and_told_how_to_rerun() {
-    let failure = leasesim::check("stop-during-acquire", user_worker(false))
+    let failure = leasesim::retention::check("stop-during-acquire", user_worker(false))
         .worker_name("my-worker")
         .try_seeds(50)
-        .expect_err("a stop() that returns at once must be caught");
+        .expect_err("a stop() that returns at once must be caught")
+        .into_failure()
+        .expect("a seed failed, not the input");
     assert_eq!(failure.outcome.label(), "stop-joins", "{failure}");
     assert_eq!(failure.worker, "my-worker");
     let message = failure.to_string();
@@ -164,19 +166,16 @@ fn child_probe_for_the_env_variable_tests() {
         return;
     };
     let check = match which.as_str() {
-        "correct" => leasesim::check("steady", correct_worker_of),
-        "stale-release" => {
-            leasesim::check("slow-deletes", correct_worker_of).builtin_worker("stale-release")
-        }
+        "correct" => leasesim::retention::check("steady", correct_worker_of),
+        "stale-release" => leasesim::retention::check_builtin("slow-deletes", "stale-release"),
         // The same worker from seed 1,000 on: with a failure database, its recorded seed 0
         // runs first.
-        "stale-release-late" => leasesim::check("slow-deletes", correct_worker_of)
-            .builtin_worker("stale-release")
-            .start_seed(1_000),
+        "stale-release-late" => {
+            leasesim::retention::check_builtin("slow-deletes", "stale-release").start_seed(1_000)
+        }
         // `seeds` panics: the panic must point at this line, not inside leasesim.
         "panics" => {
-            let check =
-                leasesim::check("slow-deletes", correct_worker_of).builtin_worker("stale-release");
+            let check = leasesim::retention::check_builtin("slow-deletes", "stale-release");
             check.seeds(20); // PANIC-LINE
             unreachable!("stale-release passed 20 seeds");
         }
@@ -187,11 +186,12 @@ fn child_probe_for_the_env_variable_tests() {
             "PROBE pass seeds={} skipped={}",
             summary.seeds, summary.skipped
         ),
-        Err(failure) => println!(
+        Err(leasesim::CheckError::Failed(failure)) => println!(
             "PROBE fail seed={} label={}",
             failure.seed,
             failure.outcome.label()
         ),
+        Err(leasesim::CheckError::Input(err)) => println!("PROBE input {err}"),
     }
 }
 
@@ -279,14 +279,36 @@ fn leasesim_seed_runs_only_that_seed_and_prints_its_trace() {
 }
 
 #[test]
-fn a_malformed_leasesim_seed_fails_the_check_with_a_clear_message() {
+fn a_malformed_leasesim_seed_is_an_input_error_naming_the_variable() {
     let bad = child("correct", &[("LEASESIM_SEED", "12x")]);
-    assert!(!bad.success, "LEASESIM_SEED=12x was accepted");
+    assert!(bad.success, "try_seeds panicked:\n{}", bad.stderr);
     assert!(
-        bad.stderr.contains("LEASESIM_SEED: `12x` is not a seed"),
+        bad.probe()
+            .starts_with("input LEASESIM_SEED: `12x` is not a seed"),
         "{}",
-        bad.stderr
+        bad.probe()
     );
+    let huge = child("correct", &[("LEASESIM_SEED", "18446744073709551616")]);
+    assert!(
+        huge.probe().starts_with("input LEASESIM_SEED: "),
+        "{}",
+        huge.probe()
+    );
+}
+
+#[test]
+fn an_unreadable_failure_database_is_an_input_error_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("failures.toml");
+    std::fs::write(&db, "failures = 3\n").unwrap();
+    let bad = child("correct", &[("LEASESIM_FAILURES", db.to_str().unwrap())]);
+    assert!(bad.success, "try_seeds panicked:\n{}", bad.stderr);
+    assert!(
+        bad.probe().starts_with("input LEASESIM_FAILURES: "),
+        "{}",
+        bad.probe()
+    );
+    assert!(bad.probe().contains("failures.toml:1:"), "{}", bad.probe());
 }
 
 #[test]
@@ -311,11 +333,12 @@ fn leasesim_scenario_skips_checks_of_other_scenarios() {
 #[test]
 
 fn the_replay_line_of_a_pct_check_names_its_strategy() {
-    let failure = leasesim::check("slow-deletes", correct_worker_of)
-        .builtin_worker("stale-release")
+    let failure = leasesim::retention::check_builtin("slow-deletes", "stale-release")
         .strategy(leasesim::Strategy::Pct { depth: 3 })
         .try_seeds(20)
-        .expect_err("stale-release must fail slow-deletes under PCT too");
+        .expect_err("stale-release must fail slow-deletes under PCT too")
+        .into_failure()
+        .expect("a seed failed, not the input");
     let message = failure.to_string();
     let line = format!(
         "leasesim replay --scenario slow-deletes --seed {} --worker stale-release --strategy pct:3",
@@ -330,10 +353,12 @@ fn the_replay_line_of_a_pct_check_names_its_strategy() {
 #[test]
 
 fn a_user_worker_named_like_a_builtin_gets_no_replay_line() {
-    let failure = leasesim::check("stop-during-acquire", user_worker(false))
+    let failure = leasesim::retention::check("stop-during-acquire", user_worker(false))
         .worker_name("correct")
         .try_seeds(50)
-        .expect_err("a stop() that returns at once must be caught");
+        .expect_err("a stop() that returns at once must be caught")
+        .into_failure()
+        .expect("a seed failed, not the input");
     let message = failure.to_string();
     assert!(
         !message.contains("leasesim replay"),
@@ -351,10 +376,11 @@ fn the_replay_line_of_a_scenario_file_names_the_file() {
         "/../../scenarios/retention/slow-deletes.toml"
     );
     std::fs::copy(builtin, &path).unwrap();
-    let failure = leasesim::check(path.as_path(), correct_worker_of)
-        .builtin_worker("stale-release")
+    let failure = leasesim::retention::check_builtin(path.as_path(), "stale-release")
         .try_seeds(5)
-        .expect_err("stale-release must fail a copy of slow-deletes");
+        .expect_err("stale-release must fail a copy of slow-deletes")
+        .into_failure()
+        .expect("a seed failed, not the input");
     let message = failure.to_string();
     let line = format!(
         "leasesim replay --scenario {} --seed {} --worker stale-release",
@@ -422,13 +448,14 @@ fn a_failing_check_points_at_the_callers_line() {
 fn the_toolbox_shows_the_trace_the_shrunk_counterexample_and_the_timeline() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("failure.html");
-    let failure = leasesim::check("slow-deletes", correct_worker_of)
-        .builtin_worker("stale-release")
+    let failure = leasesim::retention::check_builtin("slow-deletes", "stale-release")
         .trace()
         .shrink()
         .html(&html)
         .try_seeds(10)
-        .expect_err("stale-release fails slow-deletes");
+        .expect_err("stale-release fails slow-deletes")
+        .into_failure()
+        .expect("a seed failed, not the input");
     let message = failure.to_string();
     for piece in [
         "the failing run:",
@@ -461,23 +488,116 @@ fn the_toolbox_shows_the_trace_the_shrunk_counterexample_and_the_timeline() {
 
 #[test]
 fn a_check_without_the_toolbox_adds_nothing() {
-    let failure = leasesim::check("slow-deletes", correct_worker_of)
-        .builtin_worker("stale-release")
+    let failure = leasesim::retention::check_builtin("slow-deletes", "stale-release")
         .try_seeds(10)
-        .expect_err("stale-release fails slow-deletes");
+        .expect_err("stale-release fails slow-deletes")
+        .into_failure()
+        .expect("a seed failed, not the input");
     assert!(failure.details.is_empty(), "{}", failure.details);
 }
 
-#[test]
-#[should_panic(expected = "a check of 0 seeds would run nothing")]
-fn a_check_of_zero_seeds_is_refused() {
-    leasesim::check("steady", correct_worker_of).seeds(0);
+/// The bad-input message of a check that must not run, or a panic naming what ran.
+fn input_error<S: leasesim::System + leasesim::Render>(
+    result: Result<leasesim::CheckSummary, leasesim::CheckError<S>>,
+) -> String {
+    match result {
+        Err(leasesim::CheckError::Input(err)) => err.to_string(),
+        Err(leasesim::CheckError::Failed(failure)) => panic!("a seed ran and failed: {failure}"),
+        Ok(summary) => panic!("the check ran: {summary:?}"),
+    }
 }
 
 #[test]
-#[should_panic(expected = "seeds never wrap")]
-fn a_check_past_the_last_seed_is_refused() {
-    leasesim::check("steady", correct_worker_of)
+fn a_check_of_zero_seeds_returns_an_input_error() {
+    let message = input_error(leasesim::retention::check("steady", correct_worker_of).try_seeds(0));
+    assert!(
+        message.contains("a check of 0 seeds would run nothing"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_check_past_the_last_seed_returns_an_input_error() {
+    let check = leasesim::retention::check("steady", correct_worker_of).start_seed(u64::MAX - 1);
+    let message = input_error(check.try_seeds(3));
+    assert!(message.contains("seeds never wrap"), "{message}");
+    // The last seed itself is a valid start: two seeds from u64::MAX - 1 end on it.
+    let last = leasesim::retention::check("steady", correct_worker_of)
         .start_seed(u64::MAX - 1)
-        .seeds(3);
+        .try_seeds(2)
+        .expect("seeds u64::MAX - 1 and u64::MAX pass");
+    assert_eq!(last.seeds, 2);
+}
+
+#[test]
+fn seeds_panics_with_the_input_error() {
+    let panic = std::panic::catch_unwind(|| {
+        leasesim::retention::check("steady", correct_worker_of).seeds(0)
+    })
+    .expect_err("seeds(0) must panic");
+    let message = panic.downcast_ref::<String>().expect("a formatted panic");
+    assert!(
+        message.starts_with("leasesim: cannot run the check: ")
+            && message.contains("0 seeds would run nothing"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_unknown_scenario_returns_an_input_error_listing_the_valid_ones() {
+    let message = input_error(leasesim::retention::check("stedy", correct_worker_of).try_seeds(5));
+    assert!(message.starts_with("unknown scenario `stedy`"), "{message}");
+    assert!(message.contains("steady"), "{message}");
+}
+
+#[test]
+fn a_scenario_of_another_system_returns_an_input_error_naming_both() {
+    let message =
+        input_error(leasesim::retention::check("holder-steady", correct_worker_of).try_seeds(5));
+    assert!(
+        message.contains("a holder-lock scenario; this check is of the retention system"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_unreadable_scenario_file_returns_an_input_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken.toml");
+    std::fs::write(&path, "system = \"retention\"\nreplicas = \"three\"\n").unwrap();
+    let message =
+        input_error(leasesim::retention::check(path.clone(), correct_worker_of).try_seeds(5));
+    assert!(message.contains("broken.toml"), "{message}");
+}
+
+#[test]
+fn an_unknown_builtin_worker_returns_an_input_error_listing_the_valid_ones() {
+    let message =
+        input_error(leasesim::retention::check_builtin("steady", "stale-relase").try_seeds(5));
+    assert!(
+        message.starts_with("unknown worker `stale-relase`"),
+        "{message}"
+    );
+    assert!(message.contains("stale-release"), "{message}");
+    // A system's own names only: holder-lock's defect is not a retention worker.
+    let other =
+        input_error(leasesim::retention::check_builtin("steady", "plain-delete").try_seeds(5));
+    assert!(
+        other.starts_with("unknown worker `plain-delete`"),
+        "{other}"
+    );
+}
+
+#[test]
+fn a_failure_is_a_std_error_and_travels_through_question_marks() {
+    fn run() -> Result<leasesim::CheckSummary, Box<dyn std::error::Error>> {
+        Ok(leasesim::retention::check_builtin("slow-deletes", "stale-release").try_seeds(20)?)
+    }
+    let err = run().expect_err("stale-release fails slow-deletes");
+    assert!(err.to_string().contains("release-latest"), "{err}");
+    let bad = leasesim::retention::check("steady", correct_worker_of)
+        .try_seeds(0)
+        .expect_err("0 seeds is bad input");
+    let source = std::error::Error::source(&bad).expect("an input error has its cause as source");
+    assert!(source.to_string().contains("0 seeds"), "{source}");
 }

@@ -32,7 +32,9 @@ fn forgets_owner<C>(_: &C) -> Built {
 fn failed<S: leasesim::System + leasesim::Render>(check: leasesim::Check<S>) -> (String, String) {
     let failure = check
         .try_seeds(1)
-        .expect_err("the probe's finding must fail the run");
+        .expect_err("the probe's finding must fail the run")
+        .into_failure()
+        .expect("a seed failed, not the input");
     (failure.outcome.label(), failure.outcome.sentence())
 }
 
@@ -92,11 +94,11 @@ construction_tests!(
 
 construction_tests!(
     retention,
-    leasesim::check,
-    leasesim::WorkerPorts,
+    leasesim::retention::check,
+    leasesim::retention::WorkerPorts,
     retention_worker::WorkerConfig,
     leasesim_retention::ports::probe_construction,
-    leasesim::correct_worker_of,
+    leasesim::retention::correct_worker_of,
     "steady",
     "batch-positive"
 );

@@ -562,14 +562,15 @@ fn a_store_without_compare_and_delete_never_sees_a_conditional_delete_from_the_c
 
 #[test]
 fn a_worker_is_checked_from_a_test_with_leasesim_holder_lock_check() {
-    use leasesim::holder_lock::check;
+    use leasesim::holder_lock::{check, check_builtin};
     let make = leasesim::holder_lock::correct_worker_of;
     let summary = check("holder-steady", make).seeds(10);
     assert_eq!((summary.seeds, summary.skipped), (10, false));
-    let failure = check("holder-long-jobs", make)
-        .builtin_worker("plain-delete")
+    let failure = check_builtin("holder-long-jobs", "plain-delete")
         .try_seeds(20)
-        .expect_err("plain-delete frees a rival's claim");
+        .expect_err("plain-delete frees a rival's claim")
+        .into_failure()
+        .expect("a seed failed, not the input");
     assert_eq!(failure.outcome.invariant(), Some(Invariant::DeleteOwnClaim));
     assert!(
         failure.replay.contains("--worker plain-delete"),

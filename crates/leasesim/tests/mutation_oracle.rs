@@ -45,7 +45,7 @@ fn campaign(system: &str, check: impl Fn(&'static str, Strategy, u64) -> CheckSu
 #[ignore = "the oracle of `cargo mutants -p retention-worker` (docs/mutation-testing.md)"]
 fn retention() {
     campaign("retention", |name, strategy, seeds| {
-        leasesim::check(name, leasesim::correct_worker_of)
+        leasesim::retention::check(name, leasesim::retention::correct_worker_of)
             .strategy(strategy)
             .seeds(seeds)
     });

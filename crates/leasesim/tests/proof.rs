@@ -6,9 +6,10 @@
 use Probe::{AcrossSeeds, EachRun};
 use leasesim::catalog::{builtin_names_of, resolve_in, resolve_typed};
 use leasesim::detect::detect_range;
+use leasesim::retention::{Retention, Scenario};
 use leasesim::runner::{RunReport, RunSpec, run};
 use leasesim::testkit;
-use leasesim::{Retention, Scenario, Strategy, Workers};
+use leasesim::{Strategy, Workers};
 use leasesim_retention::checkers::{Invariant, Situation};
 use leasesim_retention::events::{
     Answer, Applied, EPOCH_MS, EndKind, Event, EventKind, Failure, Note, OpKind, Phase, ReplicaId,

@@ -519,7 +519,7 @@ impl leasesim::reservations::WorkerUnderTest for Wrapped {
 
 #[test]
 fn the_check_entry_passes_a_users_worker_and_names_a_defects_invariant() {
-    use leasesim::reservations::{check, correct_worker_of};
+    use leasesim::reservations::{check, check_builtin, correct_worker_of};
     let summary = check("expiry-consume-race", |ports| {
         Wrapped(correct_worker_of(ports))
     })
@@ -528,10 +528,11 @@ fn the_check_entry_passes_a_users_worker_and_names_a_defects_invariant() {
         (summary.scenario.as_str(), summary.seeds),
         ("expiry-consume-race", 5)
     );
-    let failure = check("expiry-consume-race", correct_worker_of)
-        .builtin_worker("unguarded-expire")
+    let failure = check_builtin("expiry-consume-race", "unguarded-expire")
         .try_seeds(20)
-        .expect_err("the defect is caught");
+        .expect_err("the defect is caught")
+        .into_failure()
+        .expect("a seed failed, not the input");
     let text = failure.to_string();
     assert!(text.contains("consumed-never-expired"), "{text}");
     assert!(

@@ -5,8 +5,9 @@
 
 use std::rc::Rc;
 
+use leasesim::retention::Retention;
 use leasesim::runner::{RunSpec, run};
-use leasesim::{Retention, Strategy, Workers};
+use leasesim::{Strategy, Workers};
 use leasesim_retention::events::{EventKind, Note};
 use leasesim_retention::parse_scenario;
 use leasesim_rt::Feed;

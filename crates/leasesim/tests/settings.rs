@@ -4,8 +4,9 @@
 use std::rc::Rc;
 
 use leasesim::catalog::resolve_typed;
+use leasesim::retention::{Retention, Scenario};
 use leasesim::runner::{RunReport, RunSpec, run};
-use leasesim::{Retention, Scenario, Strategy, Workers};
+use leasesim::{Strategy, Workers};
 use leasesim_retention::WorkerDraw;
 use leasesim_retention::checkers::{CheckConfig, Invariant, checker_set};
 use leasesim_rt::Feed;

@@ -9,10 +9,11 @@
 use std::rc::Rc;
 
 use leasesim::catalog::resolve_typed;
+use leasesim::retention::Retention;
 use leasesim::runner::{RunSpec, run};
 use leasesim::shrink::shrink;
 use leasesim::systems::{erase, typed};
-use leasesim::{Retention, Strategy, Workers, choices};
+use leasesim::{Strategy, Workers, choices};
 use leasesim_retention::checkers::Invariant;
 use leasesim_rt::Feed;
 

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::future::LocalBoxFuture;
+use leasesim::Strategy;
 use leasesim::catalog::resolve_scenarios;
 use leasesim::fuzz::{FactorySource, Progress, ScenarioCampaign, ScenarioSummary, SeedPlan};
-use leasesim::{Strategy, WorkerPorts, WorkerUnderTest};
+use leasesim::retention::{WorkerPorts, WorkerUnderTest};
 use leasesim_retention::{AnyWorker, Retention, SimClock, WorkerFactory};
 use retention_worker::{Clock, RunError, TermEnd, TermReport};
 

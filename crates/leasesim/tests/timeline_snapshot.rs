@@ -81,7 +81,7 @@ fn every_lane_is_drawn_with_its_documented_fill() {
 fn the_violation_is_highlighted_and_all_text_escaped() {
     let (replicas, events) = support::run_events("small", support::SMALL_SCENARIO, SEED);
     let lines: Vec<String> = events.iter().map(support::line).collect();
-    let (moments, strokes) = leasesim::html::strokes::<leasesim::Retention>(&events);
+    let (moments, strokes) = leasesim::html::strokes::<leasesim::retention::Retention>(&events);
     let target = &events[events.len() / 2];
     let input = TimelineInput {
         title: "small <b>&</b>".to_string(),

@@ -161,6 +161,44 @@ fn the_shared_proofs_run_on_a_system_the_registry_does_not_know() {
 }
 
 #[test]
+fn a_system_of_ones_own_is_checked_through_the_library_entries() {
+    let scenario = (*scenario(SCENARIO)).clone();
+    let correct = Toy::factory("correct").expect("the toy's correct worker");
+    let summary = leasesim::check_system(scenario.clone(), move |ports| correct(ports)).seeds(50);
+    assert_eq!((summary.seeds, summary.skipped), (50, false));
+    let failure = leasesim::check_builtin::<Toy>(scenario.clone(), "blind-bump")
+        .try_seeds(100)
+        .expect_err("blind-bump is caught")
+        .into_failure()
+        .expect("a seed failed, not the input");
+    assert_eq!(failure.outcome.label(), "claimed-bump");
+    // The leasesim binary does not know the toy: no replay line it could not run.
+    assert!(
+        !failure.replay.contains("leasesim replay"),
+        "{}",
+        failure.replay
+    );
+    assert!(
+        failure.replay.contains("LEASESIM_SEED="),
+        "{}",
+        failure.replay
+    );
+    let unknown = leasesim::check_builtin::<Toy>(scenario, "stale-release").try_seeds(1);
+    match unknown {
+        Err(leasesim::CheckError::Input(err)) => {
+            assert_eq!(
+                err.to_string(),
+                "unknown worker `stale-release`; valid: correct, blind-bump, double-bump"
+            );
+        }
+        other => panic!(
+            "a retention worker name ran a toy check: {:?}",
+            other.map(|s| s.seeds)
+        ),
+    }
+}
+
+#[test]
 fn each_defective_toy_worker_is_caught_by_its_invariant_and_shrinks_small() {
     let scenario = scenario(SCENARIO);
     let defective = Toy::workers().into_iter().filter(|w| w.name != "correct");
@@ -335,7 +373,7 @@ fn the_erased_facade_runs_and_shrinks_the_toy() {
         .runner("correct", Strategy::Random)
         .expect("the toy's correct worker");
     assert!(!correct.run(Feed::Seed(seed), false, false).failed());
-    let retention = leasesim::Retention::factory("correct").unwrap();
+    let retention = leasesim::retention::Retention::factory("correct").unwrap();
     assert!(
         erased
             .custom_runner("x", Box::new(retention), Strategy::Random)

@@ -624,10 +624,11 @@ fn leasesim_work_items_check_runs_a_users_worker_and_reports_a_failure() {
         .strategy(Strategy::Pct { depth: 3 })
         .seeds(20);
     assert_eq!((summary.seeds, summary.skipped), (20, false));
-    let failure = check("items-steady", leasesim::work_items::correct_worker_of)
-        .builtin_worker("worker-token")
+    let failure = leasesim::work_items::check_builtin("items-steady", "worker-token")
         .try_seeds(20)
-        .expect_err("worker-token fails");
+        .expect_err("worker-token fails")
+        .into_failure()
+        .expect("a seed failed, not the input");
     assert_eq!(failure.outcome.invariant(), Some(Invariant::ClaimToken));
     assert!(
         failure.replay.contains("--worker worker-token"),

@@ -423,8 +423,10 @@ impl Clock for SimClock {
         self.port.now_ms()
     }
 
-    /// Draws the jitter from the run's choices (value 0: none), then sleeps on this replica's
-    /// clock; the trace shows the whole pause.
+    /// At the future's first poll (not at its creation), draws the jitter from the run's
+    /// choices (value 0: none), then sleeps `base_ms` plus the jitter on this replica's clock;
+    /// the trace shows the whole pause. Drift scales it, clock jumps do not end it, a pause
+    /// holds its wake-up (`leasesim_sim::Port::sleep` says each exactly).
     fn sleep_jittered(&self, base_ms: u64, jitter_ms: u64) -> impl Future<Output = ()> {
         let port = self.port.clone();
         let idle = self.process.held.get() == 0;
@@ -451,7 +453,7 @@ impl Tokens for SimTokens {
 
 /// The reservation workers: the production core and the defective ones, on the world's ports.
 impl Workers for Reservations {
-    type Worker = AnyWorker;
+    type Report = Result<RunReport, RunError>;
     type Ports = WorkerPorts;
 
     /// The ports of `replica`, built on the world.

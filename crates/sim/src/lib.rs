@@ -48,7 +48,7 @@ pub use signal::Signal;
 pub use sink::{Divergence, EventSink, Observer, check_determinism};
 pub use system::{
     Apply, Checks, Counterexample, Defect, Drive, Setup, System, WorkerFactory, WorkerInfo,
-    WorkerUnderTest, Workers, catalogue,
+    WorkerOf, WorkerUnderTest, Workers, catalogue,
 };
 pub use task::TaskHandle;
 pub use world::World;

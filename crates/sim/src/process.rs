@@ -24,7 +24,7 @@ use crate::env::{EPOCH_MS, Env};
 use crate::faults::ClockSpec;
 use crate::scenario::MsRange;
 use crate::signal::Signal;
-use crate::system::System;
+use crate::system::{System, WorkerOf};
 use crate::task::{TaskHandle, TaskShared};
 use crate::world::World;
 
@@ -42,7 +42,7 @@ pub struct ReplicaState<S: System> {
     pub changed: Signal,
     pub stop_called: Cell<bool>,
     pub stop_resolved: Cell<bool>,
-    worker: RefCell<Option<Rc<S::Worker>>>,
+    worker: RefCell<Option<Rc<WorkerOf<S>>>>,
     /// Bumped each time a worker is installed (at start, and at each restart).
     generation: Cell<u32>,
 }
@@ -67,7 +67,7 @@ impl<S: System> ReplicaState<S> {
 
     /// The replica's current worker and its generation (a driver keeps both; see
     /// [`ReplicaState::replaced_since`]).
-    pub fn worker(&self) -> Option<(Rc<S::Worker>, u32)> {
+    pub fn worker(&self) -> Option<(Rc<WorkerOf<S>>, u32)> {
         let worker = self.worker.borrow().clone()?;
         Some((worker, self.generation.get()))
     }
@@ -78,7 +78,7 @@ impl<S: System> ReplicaState<S> {
     }
 
     /// Installs a fresh worker (at start, or as the replica restarts).
-    pub fn install(&self, worker: Rc<S::Worker>) {
+    pub fn install(&self, worker: Rc<WorkerOf<S>>) {
         let before = self.generation.get();
         *self.worker.borrow_mut() = Some(worker);
         self.generation.set(before + 1);
@@ -269,8 +269,17 @@ impl<S: System> Port<S> {
         now_ms
     }
 
-    /// Sleeps `ms` on the replica's clock (recorded as a timer); a zero-length sleep still
-    /// yields, so a loop of them lets the others run (and the executor catches a spin).
+    /// Sleeps `ms` on the replica's clock, recorded as a timer. What a worker may rely on:
+    /// - the timer starts when the future is first polled, not when it is created (the
+    ///   future is lazy: nothing is recorded or scheduled before the first poll);
+    /// - it completes once the replica's clock has advanced `ms`: under drift the virtual
+    ///   time that passes is `ms` scaled by the replica's rate, fixed at the first poll; a
+    ///   jump of the replica's clock while it sleeps neither ends nor extends it;
+    /// - it never completes while the replica is paused: a wake-up due during a pause
+    ///   happens when the pause ends;
+    /// - a zero-length sleep still yields once, so a loop of them lets the others run (and
+    ///   the executor catches a spin);
+    /// - it may be dropped before it completes; nothing is woken for it afterwards.
     pub async fn sleep(&self, ms: u64) {
         let env = self.world.env();
         env.emit_for(self.replica, EventKind::TimerSet { duration_ms: ms });

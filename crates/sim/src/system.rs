@@ -70,8 +70,12 @@ impl<W: WorkerUnderTest + ?Sized> WorkerUnderTest for Rc<W> {
     }
 }
 
+/// What the driver of one replica of system `S` calls: any worker whose `run()` returns the
+/// system's report.
+pub type WorkerOf<S> = dyn WorkerUnderTest<Report = <S as Workers>::Report>;
+
 /// A system's worker factory: one fresh worker per replica (at start, and on restart).
-pub type WorkerFactory<S> = dyn Fn(<S as Workers>::Ports) -> Rc<<S as Workers>::Worker>;
+pub type WorkerFactory<S> = dyn Fn(<S as Workers>::Ports) -> Rc<WorkerOf<S>>;
 
 /// One worker a system offers by name (`correct`, or a defective one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -267,9 +271,9 @@ pub trait Drive: Vocabulary + Sized {
 
 /// The workers the system offers and what they are built from (`ports.rs`, `defects/`).
 pub trait Workers: Vocabulary + Sized {
-    /// What the driver of one replica calls: the system's `AnyWorker`, a
-    /// `dyn WorkerUnderTest<Report = ...>`.
-    type Worker: ?Sized + WorkerUnderTest + 'static;
+    /// What one `run()` of the system's worker returns; the driver calls any
+    /// [`WorkerOf<Self>`].
+    type Report: 'static;
     /// What a worker of one replica is built from.
     type Ports: 'static;
 
@@ -279,7 +283,7 @@ pub trait Workers: Vocabulary + Sized {
         Self: System;
 
     /// Stops a worker; completes once it has quiesced.
-    fn stop(worker: Rc<Self::Worker>) -> LocalTask {
+    fn stop(worker: Rc<WorkerOf<Self>>) -> LocalTask {
         Box::pin(async move { worker.stop().await })
     }
 

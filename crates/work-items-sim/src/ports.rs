@@ -155,7 +155,10 @@ impl Clock for SimClock {
         self.0.now_ms()
     }
 
-    /// Sleeps on this replica's clock; a zero-length sleep still yields once.
+    /// Sleeps `ms` on this replica's clock. The timer starts at the future's first poll, not
+    /// at its creation; drift scales it, clock jumps do not end it, a pause holds its
+    /// wake-up, and a zero-length sleep still yields once (`leasesim_sim::Port::sleep` says
+    /// each exactly).
     fn sleep(&self, ms: u64) -> impl Future<Output = ()> {
         let port = self.0.clone();
         async move { port.sleep(ms).await }
@@ -496,7 +499,7 @@ replica_of!(SimClock, SimStore, SimProvider);
 
 /// The work-items workers: the production core and the defective ones, on the world's ports.
 impl Workers for WorkItems {
-    type Worker = AnyWorker;
+    type Report = Result<RunReport, RunError>;
     type Ports = WorkerPorts;
 
     /// The ports of `replica`, built on the world.

@@ -14,8 +14,9 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use leasesim::catalog::resolve_typed;
+use leasesim::retention::{Retention, Scenario};
 use leasesim::runner::{RunReport, RunSpec, run};
-use leasesim::{Retention, Scenario, Strategy, System};
+use leasesim::{Strategy, System};
 use leasesim_rt::Feed;
 use leasesim_sim::WorkerFactory;
 

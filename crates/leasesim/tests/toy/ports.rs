@@ -66,7 +66,7 @@ impl<P: CounterPort> WorkerUnderTest for Bumper<P> {
 
 /// The toy's workers on the world's port.
 impl Workers for Toy {
-    type Worker = AnyWorker;
+    type Report = RoundEnd;
     type Ports = WorkerPorts;
 
     /// The ports of `replica`, built on the world.
