@@ -23,7 +23,8 @@ fn the_careful_worker_survives_the_default_scenarios() {
 
 #[test]
 fn a_leaked_renewal_task_is_caught_shrunk_traced_and_drawn() {
-    let dir = std::env::temp_dir().join("user-crate-timeline");
+    // A directory of this run's own: parallel runs of this test never share a file.
+    let dir = std::env::temp_dir().join(format!("user-crate-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let html = dir.join("leaky.html");
     let failure = check("slow-deletes", MyWorker::leaky)
@@ -32,7 +33,9 @@ fn a_leaked_renewal_task_is_caught_shrunk_traced_and_drawn() {
         .trace()
         .html(&html)
         .try_seeds(50)
-        .expect_err("a renewal task that outlives its term must be caught");
+        .expect_err("a renewal task that outlives its term must be caught")
+        .into_failure()
+        .expect("a seed failed, not the input");
     let message = failure.to_string();
     assert!(
         ["renewal-stops", "release-last"].contains(&failure.outcome.label().as_str()),
@@ -42,4 +45,5 @@ fn a_leaked_renewal_task_is_caught_shrunk_traced_and_drawn() {
     assert!(message.contains("the shrunk counterexample:"), "{message}");
     let document = std::fs::read_to_string(&html).expect("the timeline was written");
     assert!(document.starts_with("<!DOCTYPE html>"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
