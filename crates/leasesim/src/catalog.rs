@@ -17,29 +17,28 @@ use leasesim_sim::WorkerInfo;
 use leasesim_sim::scenario::{Location, ScenarioError, read_file, stem, system_of};
 
 use crate::error::UsageError;
-use crate::systems::{AnyScenario, AnySystem, SYSTEMS, system};
-
-include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
+use crate::registry::installed;
+use crate::systems::{AnyScenario, AnySystem, system};
 
 /// Names of the builtin scenarios, system by system, in name order.
 pub fn builtin_names() -> Vec<&'static str> {
-    BUILTIN.iter().map(|(_, name, _)| *name).collect()
+    installed().scenarios().iter().map(|s| s.name).collect()
 }
 
 /// Names of the builtin scenarios of one system.
 pub fn builtin_names_of(system: &str) -> Vec<&'static str> {
-    BUILTIN
+    installed()
+        .scenarios()
         .iter()
-        .filter(|(folder, _, _)| *folder == system)
-        .map(|(_, name, _)| *name)
+        .filter(|s| s.system == system)
+        .map(|s| s.name)
         .collect()
 }
 
 /// Parses a builtin scenario by name.
 pub fn builtin(name: &str) -> Option<Result<Arc<dyn AnyScenario>, UsageError>> {
-    let (folder, name, text) = BUILTIN.iter().find(|(_, builtin, _)| *builtin == name)?;
-    let source = format!("scenarios/{folder}/{name}.toml");
-    Some(parse(name, &source, text))
+    let found = installed().scenarios().iter().find(|s| s.name == name)?;
+    Some(parse(found.name, &found.source(), found.text))
 }
 
 /// Parses a scenario file of whichever system it names.
@@ -54,7 +53,7 @@ pub fn parse(name: &str, source: &str, text: &str) -> Result<Arc<dyn AnyScenario
 }
 
 fn unknown_system(name: &str, location: Location) -> UsageError {
-    let valid: Vec<&str> = SYSTEMS.iter().map(|s| s.name()).collect();
+    let valid: Vec<&str> = installed().systems().iter().map(|s| s.name()).collect();
     UsageError::Scenario(ScenarioError {
         location,
         message: format!("unknown system `{name}`; valid: {}", valid.join(", ")),
@@ -151,13 +150,18 @@ pub fn check_system(name: &str) -> Result<&'static dyn AnySystem, UsageError> {
     system(name).ok_or_else(|| UsageError::UnknownName {
         what: "system",
         given: name.to_string(),
-        valid: SYSTEMS.iter().map(|s| s.name().to_string()).collect(),
+        valid: installed()
+            .systems()
+            .iter()
+            .map(|s| s.name().to_string())
+            .collect(),
     })
 }
 
 /// Every worker of every system: `(system, worker)`, each system's `correct` first.
 pub fn workers() -> Vec<(&'static str, WorkerInfo)> {
-    SYSTEMS
+    installed()
+        .systems()
         .iter()
         .flat_map(|system| {
             let name = system.name();
@@ -223,7 +227,9 @@ pub fn replay_line(
     worker: &str,
     strategy: leasesim_rt::Strategy,
 ) -> String {
-    let mut line = format!("leasesim replay --scenario {scenario} --seed {seed} --worker {worker}");
+    let command = installed().command_name();
+    let mut line =
+        format!("{command} replay --scenario {scenario} --seed {seed} --worker {worker}");
     if strategy != leasesim_rt::Strategy::Random {
         line.push_str(&format!(" --strategy {strategy}"));
     }
@@ -272,7 +278,7 @@ mod tests {
     #[test]
     fn all_keeps_one_system_and_a_scenario_of_another_is_refused() {
         let all = resolve_in("all", None).unwrap();
-        assert_eq!(all.len(), BUILTIN.len());
+        assert_eq!(all.len(), installed().scenarios().len());
         let retention = resolve_in("all", Some("retention")).unwrap();
         assert!(retention.iter().all(|s| s.system().name() == "retention"));
         let refused = resolve_in("steady", Some("work-items")).unwrap_err();

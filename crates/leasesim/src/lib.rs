@@ -78,6 +78,7 @@ pub mod holder_lock;
 pub mod html;
 #[doc(hidden)]
 pub mod overrides;
+pub mod registry;
 pub mod reservations;
 pub mod retention;
 #[doc(hidden)]
@@ -117,6 +118,7 @@ pub use leasesim_sim::{Apply, Checks, Drive, Setup, System, WorkerOf, WorkerUnde
 #[cfg(feature = "stores")]
 pub use leasesim_stores as stores;
 pub use leasesim_timeline::Render;
+pub use registry::Registry;
 pub use runner::Outcome;
 
 /// A scenario of system `S` (each system's module names its own: `retention::Scenario`, ...).

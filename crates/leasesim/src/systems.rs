@@ -168,7 +168,7 @@ impl<S> Default for SystemOf<S> {
     }
 }
 
-/// Every system the harness knows, in the order `list` shows them.
+/// The harness's own systems, in the order `list` shows them (`Registry::builtin`).
 pub static SYSTEMS: &[&dyn AnySystem] = &[
     &SystemOf::<Retention>::new(),
     &SystemOf::<leasesim_holder_lock::HolderLock>::new(),
@@ -176,15 +176,15 @@ pub static SYSTEMS: &[&dyn AnySystem] = &[
     &SystemOf::<leasesim_work_items::WorkItems>::new(),
 ];
 
-/// The system called `name`.
+/// The system called `name` in the installed registry.
 pub fn system(name: &str) -> Option<&'static dyn AnySystem> {
-    SYSTEMS.iter().copied().find(|system| system.name() == name)
+    crate::registry::installed().system(name)
 }
 
 /// The entry of system `S`. Every entry is a zero-sized `SystemOf<S>` and knows everything from
 /// `S` alone, so this needs no registry look-up: a system outside [`SYSTEMS`] (one written in a
-/// test, like `crates/leasesim/tests/toy/`) is named by its erased scenarios all the same.
-fn system_entry<S: System + Render>() -> &'static dyn AnySystem {
+/// team's own, like `crates/toy-sim`) is named by its erased scenarios all the same.
+pub fn system_entry<S: System + Render>() -> &'static dyn AnySystem {
     const { &SystemOf::<S>::new() }
 }
 

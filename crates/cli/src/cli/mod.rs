@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use leasesim::catalog::{self, check_worker, replay_line, scenario_ref};
 use leasesim::error::{UsageError, parse_count, parse_duration_ms, parse_seed, parse_shard};
@@ -208,7 +208,13 @@ fn parse_strategy(text: &str) -> Result<Strategy, String> {
 
 /// Runs the CLI; returns the exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let command = leasesim::registry::installed().command_name();
+    let parsed = Cli::command()
+        .name(command)
+        .bin_name(command)
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
@@ -235,7 +241,7 @@ pub fn main() -> i32 {
 fn list(args: ListArgs) -> Result<i32, UsageError> {
     let systems = match &args.system {
         Some(name) => vec![catalog::check_system(name)?],
-        None => leasesim::systems::SYSTEMS.to_vec(),
+        None => leasesim::registry::installed().systems().to_vec(),
     };
     if args.json {
         println!("{}", report::list_json(&systems)?);
@@ -934,7 +940,8 @@ fn shrink_command(args: ShrinkArgs) -> Result<i32, UsageError> {
     }
     println!("choices saved to {}", out.display());
     let mut replay = format!(
-        "leasesim replay --scenario {reference} --worker {worker} --choices {}",
+        "{} replay --scenario {reference} --worker {worker} --choices {}",
+        leasesim::registry::installed().command_name(),
         out.display()
     );
     if args.target.strategy != Strategy::Random {

@@ -8,7 +8,8 @@ use leasesim::Strategy;
 use leasesim::catalog::{self, replay_line, scenario_ref};
 use leasesim::error::UsageError;
 use leasesim::fuzz::ScenarioSummary;
-use leasesim::systems::{AnyScenario, AnySystem, SYSTEMS};
+use leasesim::registry::installed;
+use leasesim::systems::{AnyScenario, AnySystem};
 use leasesim_invariants::{CoverageTally, Landing};
 
 use super::Regression;
@@ -129,7 +130,7 @@ pub fn table(summaries: &[ScenarioSummary], scenarios: &[Arc<dyn AnyScenario>]) 
 /// system; gaps flagged.
 pub fn coverage_lines(summaries: &[ScenarioSummary], scenarios: &[Arc<dyn AnyScenario>]) -> String {
     let mut out = String::new();
-    for system in SYSTEMS {
+    for system in installed().systems() {
         let mut tally = CoverageTally::new();
         let mut ran = false;
         for (summary, scenario) in summaries.iter().zip(scenarios) {

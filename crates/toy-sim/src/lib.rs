@@ -1,4 +1,4 @@
-//! A toy second system, written only in tests: a fenced counter.
+//! The toy system: a fenced counter, written outside the harness as a team writes its own.
 //!
 //! Replicas take turns at a counter. A replica *claims* it (the service grants a claim, with a
 //! strictly increasing token and an expiry, when no claim is live), then *bumps* it once with
@@ -6,10 +6,12 @@
 //! answers `fenced` otherwise. Its own fault, `[faults] claim_lost`, drops the live claim as a
 //! bump is applied.
 //!
-//! This module is the smallest complete example of a system (see `docs/adding-a-system.md`):
-//! every item of `leasesim_sim::System`, and it runs through exactly the generic paths a
-//! registered system does (scenario loader, fault layer, runner, trace, shrink, the facade),
-//! without being in `leasesim::systems::SYSTEMS`.
+//! This crate is the smallest complete example of a system (see `docs/adding-a-system.md`):
+//! every component trait of `leasesim_sim::System`, run through exactly the generic paths the
+//! harness's own systems take (scenario loader, fault layer, runner, trace, shrink, the
+//! library's `check_system`), and, through `leasesim_cli::main_with`, the whole command: its
+//! binary `toy-leasesim` lists, fuzzes, replays, shrinks, detects and draws the toy next to
+//! the built-in systems (`cargo run -p leasesim-toy -- fuzz --system toy`).
 //!
 //! | module | what | in a real system |
 //! |---|---|---|
@@ -33,9 +35,12 @@ use leasesim_sim::System;
 
 pub use events::Toy;
 
+/// The toy's scenarios, `(name, text)`, as a registry embeds them.
+pub const SCENARIOS: &[(&str, &str)] = &[("counter", include_str!("../scenarios/counter.toml"))];
+
 /// The toy system: its name; its components live in [`settings`], [`checkers`],
 /// [`services`], [`ports`] and [`render`].
 impl System for Toy {
     const NAME: &'static str = "toy";
-    const DESCRIPTION: &'static str = "tests only: a counter bumped under a fenced claim";
+    const DESCRIPTION: &'static str = "the template: a counter bumped under a fenced claim";
 }

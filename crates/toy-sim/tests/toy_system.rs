@@ -1,19 +1,18 @@
-//! A second system written only in this test proves the harness's extension points: the toy
-//! fenced counter of `toy/` (its own service, events, checkers, scenario keys, fault, workers)
+//! A system written outside the harness's crates proves its extension points: the toy fenced
+//! counter of this crate (its own service, events, checkers, scenario keys, fault, workers)
 //! runs through the generic scenario loader, fault layer, runner, trace renderer, shrinker
-//! and facade, without being registered in `leasesim::systems::SYSTEMS`.
+//! and facade, without being one of the harness's own systems.
 //!
 //! Terminology:
-//! - *toy scenario*: [`SCENARIO`], inline TOML with `system = "toy"`: three replicas under
+//! - *toy scenario*: `scenarios/counter.toml`, with `system = "toy"`: three replicas under
 //!   every shared fault (latency, rejections, lost replies, pauses, a stop) and the toy's own
 //!   (`claim_lost`).
 //! - *defective workers*: `blind-bump` (bumps after a refused claim) and `double-bump` (bumps
 //!   twice under one claim); `claimed-bump` must catch each, and its shrunk counterexample
 //!   must be small.
 
-mod toy;
-
 use leasesim::testkit;
+use leasesim_toy as toy;
 
 use std::rc::Rc;
 
@@ -29,45 +28,7 @@ use toy::Toy;
 use toy::checkers::{Invariant, Situation};
 
 /// The toy's scenario: every shared fault on, and the toy's own.
-const SCENARIO: &str = r#"
-system = "toy"
-description = "a fenced counter under every shared fault and its own"
-replicas = 3
-duration_ms = 8_000
-liveness_ms = 4_000
-
-[schedule]
-run_every_ms = [100, 600]
-
-[claim]
-ttl_ms = 400
-
-[latency]
-claim = [1, 30]
-bump = [1, 200]
-
-[faults]
-claim_lost = 0.1
-timeout_ms = 500
-
-[faults.reject]
-claim = 0.1
-bump = 0.1
-
-[faults.reply_lost]
-claim = 0.1
-bump = 0.1
-
-[faults.pause]
-probability = 0.3
-every_ms = [300, 1_500]
-duration_ms = [100, 800]
-
-[stop]
-at = "anywhere"
-replicas = 1
-window_ms = [0, 6_000]
-"#;
+const SCENARIO: &str = toy::SCENARIOS[0].1;
 
 /// Seeds the correct worker must pass.
 const SEEDS: u64 = 200;
