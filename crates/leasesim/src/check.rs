@@ -10,7 +10,9 @@
 //!   failure). `LEASESIM_SCENARIO`: when set, checks of other scenarios are skipped, so one
 //!   failure can be reproduced alone. `LEASESIM_FAILURES`: a failure database file (as
 //!   `leasesim fuzz` keeps): a check replays the seeds recorded for its scenario, worker and
-//!   strategy first, and records the seed it finds failing.
+//!   strategy first, and records the seed it finds failing. `LEASESIM_CHOICES`: a choices
+//!   file a failing check saved with [`Check::shrink`]; the check that saved it (same scenario
+//!   and worker) replays it instead of its seeds and prints its trace, other checks skip.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -22,10 +24,11 @@ use leasesim_sim::{Scenario, System, WorkerFactory, WorkerOf, WorkerUnderTest};
 use leasesim_timeline::Render;
 
 use crate::catalog;
+use crate::choices;
 use crate::error::{UsageError, parse_seed};
 use crate::faildb::{Entry, FailureDb};
 use crate::runner::{Outcome, RunReport, RunSpec, checker_set, run};
-use crate::shrink::shrink;
+use crate::shrink::{Shrunk, shrink};
 use crate::systems::{AnyScenario, ScenarioOf};
 use crate::trace::{TraceHeader, render};
 
@@ -316,6 +319,9 @@ impl<S: System + Render> Check<S> {
             };
             return Ok(summary);
         }
+        if let Some(path) = &env.choices {
+            return self.run_choices(&scenario, &factory, path);
+        }
         let mut db = env.failure_db().map_err(CheckError::Input)?;
         let seeds = self.seed_list(&scenario, count, env.seed, db.as_ref());
         let base = self.spec(&scenario, &factory).calibrated();
@@ -343,6 +349,67 @@ impl<S: System + Render> Check<S> {
                 .details
                 .push_str(&format!("LEASESIM_FAILURES: {err}\n"));
         }
+        Err(CheckError::Failed(Box::new(failure)))
+    }
+
+    /// Replays the choices file at `path` when this check saved it (its scenario and worker),
+    /// printing the run's trace; skips otherwise.
+    fn run_choices(
+        &self,
+        scenario: &Rc<Scenario<S>>,
+        factory: &Rc<WorkerFactory<S>>,
+        path: &Path,
+    ) -> Result<CheckSummary, CheckError<S>> {
+        let bad = |err: UsageError| {
+            CheckError::Input(UsageError::Env {
+                variable: "LEASESIM_CHOICES",
+                why: err.to_string(),
+            })
+        };
+        let file = choices::read(&path.display().to_string()).map_err(bad)?;
+        let ours = file.get("scenario") == Some(scenario.name.as_str())
+            && file.get("worker") == Some(self.worker_name.as_str());
+        if !ours {
+            let summary = CheckSummary {
+                scenario: scenario.name.clone(),
+                seeds: 0,
+                skipped: true,
+            };
+            return Ok(summary);
+        }
+        let erased = crate::systems::erase((**scenario).clone());
+        let applied = of_system::<S>(file.apply(&erased).map_err(bad)?).map_err(bad)?;
+        let spec = RunSpec {
+            scenario: Rc::new(applied),
+            feed: Feed::Replay(file.values.clone()),
+            keep_events: true,
+            ..self.spec(scenario, factory).calibrated()
+        };
+        let report = run(&spec);
+        let head = TraceHeader::of(&spec, format!("choices {}", path.display()));
+        eprintln!("{}", render(&head, &report));
+        if !report.failed() {
+            let summary = CheckSummary {
+                scenario: scenario.name.clone(),
+                seeds: 1,
+                skipped: false,
+            };
+            return Ok(summary);
+        }
+        let seed = file
+            .get("feed")
+            .and_then(|feed| feed.strip_prefix("seed "))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|seed| seed.parse().ok())
+            .unwrap_or_default();
+        let failure = CheckFailure {
+            scenario: scenario.name.clone(),
+            worker: self.worker_name.clone(),
+            seed,
+            outcome: report.outcome,
+            replay: format!("replayed LEASESIM_CHOICES={}", path.display()),
+            details: String::new(),
+        };
         Err(CheckError::Failed(Box::new(failure)))
     }
 
@@ -395,8 +462,10 @@ impl<S: System + Render> Check<S> {
         report: RunReport<S>,
     ) -> CheckFailure<S> {
         let name = &scenario.name;
-        let rerun =
-            format!("rerun this seed: LEASESIM_SEED={seed} LEASESIM_SCENARIO={name} cargo test");
+        let rerun = format!(
+            "rerun this seed: LEASESIM_SEED={seed} LEASESIM_SCENARIO={name} cargo test{}",
+            test_filter()
+        );
         // `leasesim replay` rebuilds only the harness's own workers of its registered systems.
         let replayable = self.builtin && crate::systems::system(S::NAME).is_some();
         let replay = match replayable {
@@ -411,11 +480,20 @@ impl<S: System + Render> Check<S> {
             scenario: name.clone(),
             worker: self.worker_name.clone(),
             seed,
-            details: self.toolbox.details(base, seed),
+            details: self
+                .toolbox
+                .details(base, seed, &saved_path(name, &self.worker_name, seed)),
             outcome: report.outcome,
             replay,
         }
     }
+}
+
+/// Where a failing check saves its shrunk choices, as `leasesim shrink` does.
+fn saved_path(scenario: &str, worker: &str, seed: u64) -> PathBuf {
+    PathBuf::from(format!(
+        ".leasesim/shrunk/{scenario}-{worker}-{seed}.choices"
+    ))
 }
 
 /// Refuses a count of seeds that would run nothing, or run past the last seed (seeds never
@@ -448,6 +526,9 @@ struct CheckEnv {
     scenario: Option<String>,
     /// `LEASESIM_FAILURES`: the failure database file.
     failures: Option<PathBuf>,
+    /// `LEASESIM_CHOICES`: a choices file a failing check saved; the check it was saved by
+    /// replays it instead of its seeds, the others are skipped.
+    choices: Option<PathBuf>,
 }
 
 impl CheckEnv {
@@ -481,6 +562,7 @@ impl CheckEnv {
             seed,
             scenario: text("LEASESIM_SCENARIO")?,
             failures: get("LEASESIM_FAILURES").map(PathBuf::from),
+            choices: get("LEASESIM_CHOICES").map(PathBuf::from),
         })
     }
 
@@ -499,7 +581,8 @@ impl CheckEnv {
 
 impl Toolbox {
     /// Runs what was asked for on the failing `seed`; the text to show with the failure.
-    fn details<S: System + Render>(&self, base: &RunSpec<S>, seed: u64) -> String {
+    /// `saved` is where the shrunk choices go (`.leasesim/shrunk/SCENARIO-WORKER-SEED.choices`).
+    fn details<S: System + Render>(&self, base: &RunSpec<S>, seed: u64, saved: &Path) -> String {
         let mut out = String::new();
         if !self.trace && self.shrink_budget.is_none() && self.html.is_none() {
             return out;
@@ -527,14 +610,62 @@ impl Toolbox {
                 };
                 let text = render(&head, &shrunk.report);
                 out.push_str(&format!("the shrunk counterexample:\n{text}\n"));
+                out.push_str(&save_shrunk(saved, &head, shrunk));
                 crate::html::render(&head, &shrunk.report, shrunk.scenario.replicas)
             }
             None => crate::html::render(&head, &report, spec.scenario.replicas),
         };
-        if let Some(path) = &self.html {
-            out.push_str(&write_timeline(path, &html));
+        let html_path = match (&self.html, &shrunk) {
+            (Some(path), _) => Some(path.clone()),
+            (None, Some(_)) => Some(saved.with_extension("html")),
+            (None, None) => None,
+        };
+        if let Some(path) = html_path {
+            out.push_str(&write_timeline(&path, &html));
         }
         out
+    }
+}
+
+/// Saves the shrunk run's choices at `path` (`.choices`), as `leasesim shrink` saves them:
+/// the header, the scenario changes, the values. The lines saying where, and how to rerun
+/// them (or why they could not be saved).
+fn save_shrunk<S: System + Render>(path: &Path, head: &TraceHeader, shrunk: &Shrunk<S>) -> String {
+    let mut header = vec![
+        format!("scenario: {}", head.scenario),
+        format!("worker: {}", head.worker),
+        format!("strategy: {}", head.strategy),
+        format!("feed: {}", head.feed),
+        format!("checkers: {}", head.checkers),
+        format!("verdict: {}", shrunk.report.outcome.verdict_line()),
+    ];
+    if let Some(steps) = head.pct_steps {
+        header.push(format!("pct-steps: {steps}"));
+    }
+    let text = choices::render(&header, &shrunk.overrides, &shrunk.report.choices);
+    let written = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(path, text));
+    match written {
+        Ok(()) => format!(
+            "shrunk choices saved to {0}; rerun them: LEASESIM_CHOICES={0} cargo test{1}\n",
+            path.display(),
+            test_filter()
+        ),
+        Err(err) => format!(
+            "cannot save the shrunk choices to {}: {err}\n",
+            path.display()
+        ),
+    }
+}
+
+/// ` -- --exact NAME` for the test this check runs in (libtest names each test's thread
+/// after it), or nothing outside a test.
+fn test_filter() -> String {
+    match std::thread::current().name() {
+        Some(name) if name != "main" => format!(" -- --exact {name}"),
+        _ => String::new(),
     }
 }
 
@@ -616,11 +747,13 @@ mod tests {
             ("LEASESIM_SEED", "0x10".into()),
             ("LEASESIM_SCENARIO", "steady".into()),
             ("LEASESIM_FAILURES", "db.toml".into()),
+            ("LEASESIM_CHOICES", "run.choices".into()),
         ]);
         let wanted = CheckEnv {
             seed: Some(16),
             scenario: Some("steady".into()),
             failures: Some(PathBuf::from("db.toml")),
+            choices: Some(PathBuf::from("run.choices")),
         };
         assert_eq!(set, Ok(wanted));
         let bad_seed = env_of(&[("LEASESIM_SEED", "-1".into())]).unwrap_err();

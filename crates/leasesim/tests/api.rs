@@ -6,6 +6,7 @@
 //! here, where they would leak into the other tests. The other tests assume neither variable
 //! is set when `cargo test` runs.
 
+use std::path::Path;
 use std::process::Command;
 
 use futures::future::LocalBoxFuture;
@@ -179,6 +180,10 @@ fn child_probe_for_the_env_variable_tests() {
             check.seeds(20); // PANIC-LINE
             unreachable!("stale-release passed 20 seeds");
         }
+        // A user's worker that fails, shrunk: it saves its choices and timeline.
+        "user-shrink" => leasesim::retention::check("stop-during-acquire", user_worker(false))
+            .worker_name("my-worker")
+            .shrink(),
         other => panic!("unknown probe {other}"),
     };
     match check.try_seeds(20) {
@@ -186,11 +191,15 @@ fn child_probe_for_the_env_variable_tests() {
             "PROBE pass seeds={} skipped={}",
             summary.seeds, summary.skipped
         ),
-        Err(leasesim::CheckError::Failed(failure)) => println!(
-            "PROBE fail seed={} label={}",
-            failure.seed,
-            failure.outcome.label()
-        ),
+        Err(leasesim::CheckError::Failed(failure)) => {
+            // The details (what was saved where) go to stderr; the probe line stays one line.
+            eprintln!("{failure}");
+            println!(
+                "PROBE fail seed={} label={}",
+                failure.seed,
+                failure.outcome.label()
+            )
+        }
         Err(leasesim::CheckError::Input(err)) => println!("PROBE input {err}"),
     }
 }
@@ -218,8 +227,14 @@ impl Child {
 }
 
 fn child(which: &str, env: &[(&str, &str)]) -> Child {
+    child_in(Path::new("."), which, env)
+}
+
+/// `child`, with `dir` as the working directory.
+fn child_in(dir: &Path, which: &str, env: &[(&str, &str)]) -> Child {
     let exe = std::env::current_exe().expect("the test binary's path");
     let output = Command::new(exe)
+        .current_dir(dir)
         .args([
             "--exact",
             "child_probe_for_the_env_variable_tests",
@@ -229,6 +244,8 @@ fn child(which: &str, env: &[(&str, &str)]) -> Child {
         ])
         .env_remove("LEASESIM_SEED")
         .env_remove("LEASESIM_SCENARIO")
+        .env_remove("LEASESIM_FAILURES")
+        .env_remove("LEASESIM_CHOICES")
         .env(PROBE, which)
         .envs(env.iter().copied())
         .output()
@@ -600,4 +617,44 @@ fn a_failure_is_a_std_error_and_travels_through_question_marks() {
         .expect_err("0 seeds is bad input");
     let source = std::error::Error::source(&bad).expect("an input error has its cause as source");
     assert!(source.to_string().contains("0 seeds"), "{source}");
+}
+
+#[test]
+fn a_failing_user_worker_saves_its_shrunk_choices_and_timeline_and_reruns_them_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let failed = child_in(dir.path(), "user-shrink", &[]);
+    let seed: u64 = failed
+        .probe()
+        .strip_prefix("fail seed=")
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|seed| seed.parse().ok())
+        .unwrap_or_else(|| panic!("{}\n{}", failed.probe(), failed.stderr));
+    let stem = format!(".leasesim/shrunk/stop-during-acquire-my-worker-{seed}");
+    let choices = dir.path().join(format!("{stem}.choices"));
+    let saved = std::fs::read_to_string(&choices).expect("the shrunk choices were saved");
+    assert!(saved.contains("# worker: my-worker"), "{saved}");
+    let html = std::fs::read_to_string(dir.path().join(format!("{stem}.html"))).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    // The rerun line names this file and the one test that checks it.
+    let rerun = format!(
+        "rerun them: LEASESIM_CHOICES={stem}.choices cargo test -- --exact \
+         child_probe_for_the_env_variable_tests"
+    );
+    assert!(
+        failed.stderr.contains(&rerun),
+        "`{rerun}` missing:\n{}",
+        failed.stderr
+    );
+
+    let path = choices.to_str().unwrap();
+    let again = child_in(dir.path(), "user-shrink", &[("LEASESIM_CHOICES", path)]);
+    assert_eq!(again.probe(), format!("fail seed={seed} label=stop-joins"));
+    assert!(
+        again.stderr.contains("!! stop-joins violated"),
+        "{}",
+        again.stderr
+    );
+    // Another check of the same test binary skips the choices it did not save.
+    let other = child_in(dir.path(), "correct", &[("LEASESIM_CHOICES", path)]);
+    assert_eq!(other.probe(), "pass seeds=0 skipped=true");
 }
