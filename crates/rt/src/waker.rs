@@ -112,13 +112,21 @@ impl WakeCell {
 
 static VTABLE: RawWakerVTable = RawWakerVTable::new(clone_raw, wake_raw, wake_by_ref_raw, drop_raw);
 
+/// The cell behind a waker's data pointer.
+///
 /// # Safety
-/// `ptr` comes from `Rc::<WakeCell>::as_ptr` of a live `Rc` or from `Rc::into_raw`.
+/// `ptr` comes from `Rc::<WakeCell>::as_ptr` of a live `Rc` or from `Rc::into_raw`, and the
+/// cell outlives the returned reference.
 unsafe fn cell_ref<'a>(ptr: *const ()) -> &'a WakeCell {
     // SAFETY: guaranteed by the caller; the cell outlives every waker pointing at it.
     unsafe { &*ptr.cast::<WakeCell>() }
 }
 
+/// The vtable's `clone`: a new waker owning one more strong reference to the cell.
+///
+/// # Safety
+/// `ptr` is a `WakeCell` pointer this vtable was installed with (from `Rc::as_ptr` of a live
+/// `Rc` or `Rc::into_raw`), and the cell is alive.
 unsafe fn clone_raw(ptr: *const ()) -> RawWaker {
     // SAFETY: the vtable is only installed with WakeCell pointers.
     let cell = unsafe { cell_ref(ptr) };
@@ -131,6 +139,11 @@ unsafe fn clone_raw(ptr: *const ()) -> RawWaker {
     RawWaker::new(ptr, &VTABLE)
 }
 
+/// The vtable's `wake`: lists the task, then releases the waker's reference.
+///
+/// # Safety
+/// As [`clone_raw`], and the waker owns one strong reference (it was made by `clone_raw`),
+/// which this call consumes.
 unsafe fn wake_raw(ptr: *const ()) {
     // SAFETY: vtable contract: `wake` consumes the waker's reference.
     unsafe {
@@ -139,6 +152,10 @@ unsafe fn wake_raw(ptr: *const ()) {
     }
 }
 
+/// The vtable's `wake_by_ref`: lists the task; the reference count is untouched.
+///
+/// # Safety
+/// As [`clone_raw`].
 unsafe fn wake_by_ref_raw(ptr: *const ()) {
     // SAFETY: the vtable is only installed with WakeCell pointers.
     let cell = unsafe { cell_ref(ptr) };
@@ -149,6 +166,11 @@ unsafe fn wake_by_ref_raw(ptr: *const ()) {
     cell.wake();
 }
 
+/// The vtable's `drop`: releases the waker's reference on the owning thread (on a foreign
+/// thread it is leaked rather than touched: `Rc` counts are not atomic).
+///
+/// # Safety
+/// As [`clone_raw`], and the waker owns one strong reference, which this call consumes.
 unsafe fn drop_raw(ptr: *const ()) {
     // SAFETY: the vtable is only installed with WakeCell pointers.
     let cell = unsafe { cell_ref(ptr) };
