@@ -3,7 +3,7 @@
 //! redis` (`.ci/run` starts one).
 #![cfg(feature = "redis")]
 
-use leasesim_real::holder_lock::{RealConfig, RealReport, RealSettings, run, workers};
+use leasesim_real::holder_lock::{RealConfig, RealReport, RealSettings, run};
 use leasesim_stores::redis::URL_VAR;
 
 fn real_run(worker: &str, seed: u64, duration_ms: u64) -> RealReport {
@@ -67,14 +67,4 @@ fn a_plain_delete_is_caught_in_a_real_run_on_redis() {
         "delete-own-claim",
         "{violation}"
     );
-}
-
-#[test]
-#[ignore = "a measurement (needs LEASESIM_REDIS_URL): every defective worker, a few seeds each"]
-fn measure_which_holder_lock_workers_a_real_run_catches() {
-    for worker in workers() {
-        for seed in 1..=3 {
-            real_run(worker, seed, 3_000);
-        }
-    }
 }

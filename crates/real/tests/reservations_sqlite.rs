@@ -1,7 +1,7 @@
 //! Real runs of the reservation expiry worker against SQLite, judged by the reservations
 //! checkers.
 
-use leasesim_real::reservations::{RealConfig, RealReport, RealSettings, run, workers};
+use leasesim_real::reservations::{RealConfig, RealReport, RealSettings, run};
 use leasesim_real::retention::StoreTarget;
 
 fn real_run(worker: &str, seed: u64, duration_ms: u64) -> RealReport {
@@ -28,6 +28,7 @@ fn real_run(worker: &str, seed: u64, duration_ms: u64) -> RealReport {
 }
 
 #[test]
+#[ignore = "real time on tokio against a real store: .ci/run runs it on its own, not in the default run"]
 fn the_correct_worker_passes_a_real_run_with_agents_pauses_and_stops() {
     let report = real_run("correct", 1, 2_000);
     assert_eq!(report.violation, None, "{}", report.verdict_line());
@@ -38,6 +39,7 @@ fn the_correct_worker_passes_a_real_run_with_agents_pauses_and_stops() {
 }
 
 #[test]
+#[ignore = "real time on tokio against a real store: .ci/run runs it on its own, not in the default run"]
 fn a_read_then_write_claim_is_caught_in_a_real_run() {
     // Two replicas must read the same due holds before either writes its claim: a race of
     // real time, not certain in one run. It was caught in 3 of 3 seeds when measured (within
@@ -49,14 +51,4 @@ fn a_read_then_write_claim_is_caught_in_a_real_run() {
         "exclusive-claim",
         "{violation}"
     );
-}
-
-#[test]
-#[ignore = "a measurement: every defective worker, a few seeds each"]
-fn measure_which_defective_workers_a_real_run_on_sqlite_catches() {
-    for worker in workers() {
-        for seed in 1..=3 {
-            real_run(worker, seed, 3_000);
-        }
-    }
 }
