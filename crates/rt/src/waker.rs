@@ -88,8 +88,6 @@ impl WakeCell {
         debug_assert!(!cell.live.get() && !cell.queued.get());
         cell.id.set(id);
         cell.live.set(true);
-        // invariant: the reused cell now wakes `id` only, and nothing else holds it.
-        debug_assert!(Rc::strong_count(&cell) == 1 && cell.id.get() == id);
         Ok(cell)
     }
 

@@ -81,9 +81,12 @@ impl<S: System> ReplicaState<S> {
     pub fn install(&self, worker: Rc<WorkerOf<S>>) {
         let before = self.generation.get();
         *self.worker.borrow_mut() = Some(worker);
-        self.generation.set(before + 1);
-        // invariant: each installed worker has a generation of its own.
-        debug_assert!(self.generation.get() > before);
+        // Each installed worker has a generation of its own: generations never wrap.
+        self.generation.set(
+            before
+                .checked_add(1)
+                .expect("worker generations never wrap"),
+        );
     }
 
     /// Lets go of the worker (at the end of a run).
@@ -116,17 +119,14 @@ impl<S: System> ReplicaState<S> {
 
     pub fn jump(&self, by_ms: i64) {
         let before = self.jumped_ms.get();
+        // Jumps accumulate, saturating at the extremes.
         self.jumped_ms.set(before.saturating_add(by_ms));
-        // invariant: jumps accumulate (saturating at the extremes).
-        debug_assert!(by_ms < 0 || self.jumped_ms.get() >= before);
     }
 
     /// Pauses the process until virtual instant `until_ms` (extends a running pause).
     pub fn pause_until(&self, until_ms: u64) {
         self.paused_until_ms
             .set(self.paused_until_ms.get().max(until_ms));
-        // invariant: a pause only ever extends.
-        debug_assert!(self.paused_until_ms.get() >= until_ms);
     }
 
     /// Is the process paused at virtual instant `now_ms`?
@@ -139,8 +139,6 @@ impl<S: System> ReplicaState<S> {
         loop {
             let until = self.paused_until_ms.get();
             if env.now_ms() >= until {
-                // invariant: nothing of a paused process passes the gate.
-                debug_assert!(!self.paused_at(env.now_ms()));
                 return;
             }
             env.sleep_until(until).await;
