@@ -169,6 +169,43 @@ pub enum CheckError<S: System + Render> {
     Input(UsageError),
     /// A seed failed.
     Failed(Box<CheckFailure<S>>),
+    /// Two runs of one seed differed: the worker draws from something outside the run.
+    Nondeterministic(Box<Nondeterminism>),
+}
+
+/// Two runs of one seed that differ (see [`Check::try_seeds`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nondeterminism {
+    pub scenario: String,
+    pub worker: String,
+    pub seed: u64,
+    /// The first event where the runs differ.
+    pub index: usize,
+    /// That event's trace line in the first run and in the second (`None`: that run had
+    /// ended).
+    pub first: Option<String>,
+    pub second: Option<String>,
+}
+
+impl std::fmt::Display for Nondeterminism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let line = |l: &Option<String>| l.clone().unwrap_or_else(|| "(the run had ended)".into());
+        writeln!(
+            f,
+            "leasesim: worker {} is not deterministic: two runs of seed {} of scenario {} differ \
+             at event #{}",
+            self.worker, self.seed, self.scenario, self.index
+        )?;
+        writeln!(f, "  first run:  {}", line(&self.first))?;
+        writeln!(f, "  second run: {}", line(&self.second))?;
+        write!(
+            f,
+            "A seed must make one run: a worker may wait, decide and draw only through its \
+             ports. Not deterministic: futures::select! (it picks a ready branch at random; \
+             select_biased! does not), HashMap or HashSet iteration order, the wall clock, OS \
+             randomness, threads, and state kept between runs (statics)."
+        )
+    }
 }
 
 impl<S: System + Render> CheckError<S> {
@@ -176,7 +213,7 @@ impl<S: System + Render> CheckError<S> {
     pub fn into_failure(self) -> Option<Box<CheckFailure<S>>> {
         match self {
             CheckError::Failed(failure) => Some(failure),
-            CheckError::Input(_) => None,
+            CheckError::Input(_) | CheckError::Nondeterministic(_) => None,
         }
     }
 }
@@ -186,6 +223,7 @@ impl<S: System + Render> std::fmt::Display for CheckError<S> {
         match self {
             CheckError::Input(err) => write!(f, "leasesim: cannot run the check: {err}"),
             CheckError::Failed(failure) => write!(f, "{failure}"),
+            CheckError::Nondeterministic(found) => write!(f, "{found}"),
         }
     }
 }
@@ -197,7 +235,7 @@ where
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             CheckError::Input(err) => Some(err),
-            CheckError::Failed(_) => None,
+            CheckError::Failed(_) | CheckError::Nondeterministic(_) => None,
         }
     }
 }
@@ -332,7 +370,7 @@ impl<S: System + Render> Check<S> {
         let found = first_failure(&base, &seeds, env.seed.is_some());
         leasesim_rt::set_quiet(was_quiet);
         let (seed, report) = match found {
-            Ok(ran) => {
+            Ran::Passed(ran) => {
                 let summary = CheckSummary {
                     scenario: name,
                     seeds: ran,
@@ -340,7 +378,11 @@ impl<S: System + Render> Check<S> {
                 };
                 return Ok(summary);
             }
-            Err(found) => *found,
+            Ran::Failed(seed, report) => (seed, report),
+            Ran::Diverged(seed, runs) => {
+                let found = divergence(&base, seed, *runs, (&name, &self.worker_name));
+                return Err(CheckError::Nondeterministic(Box::new(found)));
+            }
         };
         let mut failure = self.failure(&scenario, &base, seed, report);
         let reference = self.reference(&scenario);
@@ -677,16 +719,32 @@ fn write_timeline(path: &Path, html: &str) -> String {
     }
 }
 
-/// Runs `seeds` in order; the seeds run, or the first failing seed and its report.
+/// Every how many seeds a check runs one a second time to compare (the first seed and every
+/// failing one always): 1,000 seeds cost 20 more runs.
+const RERUN_EVERY: usize = 50;
+
+/// What running a check's seeds found.
+enum Ran<S: System> {
+    /// Every seed passed (how many ran).
+    Passed(u64),
+    /// The first failing seed and its report.
+    Failed(u64, RunReport<S>),
+    /// A seed whose second run differed from its first: both runs.
+    Diverged(u64, Box<(RunReport<S>, RunReport<S>)>),
+}
+
+/// Runs `seeds` in order, each sampled one twice (see [`RERUN_EVERY`]); a sampled seed keeps
+/// its events, so two runs that differ show where.
 fn first_failure<S: System + Render>(
     base: &RunSpec<S>,
     seeds: &[u64],
     print_trace: bool,
-) -> Result<u64, Box<(u64, RunReport<S>)>> {
-    for &seed in seeds {
+) -> Ran<S> {
+    for (at, &seed) in seeds.iter().enumerate() {
+        let sampled = at % RERUN_EVERY == 0;
         let spec = RunSpec {
             feed: Feed::Seed(seed),
-            keep_events: print_trace,
+            keep_events: print_trace || sampled,
             ..base.clone()
         };
         let report = run(&spec);
@@ -694,11 +752,61 @@ fn first_failure<S: System + Render>(
             let head = TraceHeader::of(&spec, format!("seed {seed}"));
             eprintln!("{}", render(&head, &report));
         }
+        if sampled || report.failed() {
+            let again = run(&RunSpec {
+                keep_events: true,
+                ..spec
+            });
+            if !runs_alike(&report, &again) {
+                return Ran::Diverged(seed, Box::new((report, again)));
+            }
+        }
         if report.failed() {
-            return Err(Box::new((seed, report)));
+            return Ran::Failed(seed, report);
         }
     }
-    Ok(seeds.len() as u64)
+    Ran::Passed(seeds.len() as u64)
+}
+
+/// Two runs of one seed made the same run: the same events, verdict and hash of the trace.
+fn runs_alike<S: System>(first: &RunReport<S>, second: &RunReport<S>) -> bool {
+    let (a, b) = (&first.stats, &second.stats);
+    (a.trace_hash, a.events, a.steps) == (b.trace_hash, b.events, b.steps)
+        && first.outcome.label() == second.outcome.label()
+}
+
+/// Where two runs of `seed` differ: the first event whose trace lines differ. When the first
+/// run kept no events (a failing seed outside the sample), its line is `None` and the index
+/// is where the second run's events end, unless a third run shows the divergence.
+fn divergence<S: System + Render>(
+    base: &RunSpec<S>,
+    seed: u64,
+    runs: (RunReport<S>, RunReport<S>),
+    names: (&str, &str),
+) -> Nondeterminism {
+    let lines = |report: &RunReport<S>| -> Vec<String> {
+        report.events.iter().map(crate::trace::line).collect()
+    };
+    let (mut first, second) = (lines(&runs.0), lines(&runs.1));
+    if first.is_empty() {
+        let spec = RunSpec {
+            feed: Feed::Seed(seed),
+            keep_events: true,
+            ..base.clone()
+        };
+        first = lines(&run(&spec));
+    }
+    let index = (0..first.len().max(second.len()))
+        .find(|&i| first.get(i) != second.get(i))
+        .unwrap_or(first.len().min(second.len()));
+    Nondeterminism {
+        scenario: names.0.to_string(),
+        worker: names.1.to_string(),
+        seed,
+        index,
+        first: first.get(index).cloned(),
+        second: second.get(index).cloned(),
+    }
 }
 
 /// Records `failure` in the database (when there is one).

@@ -44,6 +44,16 @@
 //! or worker name, a count of seeds, an environment variable) is [`CheckError::Input`].
 //! `LEASESIM_SEED` (and `LEASESIM_SCENARIO`) rerun one seed inside `cargo test`.
 //!
+//! # What a worker must keep to
+//!
+//! A seed must make one run. A worker waits, decides and draws only through its ports and
+//! the futures it is given: no `futures::select!` (it picks among ready branches at random;
+//! `select_biased!` does not), no iteration over `HashMap`/`HashSet` whose order reaches a
+//! decision, no wall clock, no OS randomness, no threads, no state kept between runs
+//! (statics). A check runs the first seed, every 50th and every failing one twice and
+//! compares the runs; two that differ end the check with [`CheckError::Nondeterministic`],
+//! naming the first event where they part.
+//!
 //! No system is the root's: a check names its system in its path
 //! (`leasesim::retention::check`), so a scenario name never silently means another system's.
 //! The root holds what every system shares: [`Check`] and its results, [`Strategy`],

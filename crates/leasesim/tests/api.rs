@@ -202,6 +202,7 @@ fn child_probe_for_the_env_variable_tests() {
             )
         }
         Err(leasesim::CheckError::Input(err)) => println!("PROBE input {err}"),
+        Err(other) => println!("PROBE other {other}"),
     }
 }
 
@@ -521,7 +522,7 @@ fn input_error<S: leasesim::System + leasesim::Render>(
 ) -> String {
     match result {
         Err(leasesim::CheckError::Input(err)) => err.to_string(),
-        Err(leasesim::CheckError::Failed(failure)) => panic!("a seed ran and failed: {failure}"),
+        Err(other) => panic!("a seed ran: {other}"),
         Ok(summary) => panic!("the check ran: {summary:?}"),
     }
 }
@@ -659,4 +660,53 @@ fn a_failing_user_worker_saves_its_shrunk_choices_and_timeline_and_reruns_them_a
     // Another check of the same test binary skips the choices it did not save.
     let other = child_in(dir.path(), "correct", &[("LEASESIM_CHOICES", path)]);
     assert_eq!(other.probe(), "pass seeds=0 skipped=true");
+}
+
+/// Set by the first `run()` of an [`OnceIdle`] in this process: state kept between runs.
+static IDLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The production core, except that the first `run()` in the process reports "not leader"
+/// without a call: the first run of a seed differs from every later run of it.
+struct OnceIdle(SimWorker);
+
+impl WorkerUnderTest for OnceIdle {
+    type Report = Result<TermReport, RunError>;
+
+    fn run(&self) -> LocalBoxFuture<'_, Result<TermReport, RunError>> {
+        if IDLED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return WorkerUnderTest::run(&self.0);
+        }
+        let end = retention_worker::TermEnd::NotLeader;
+        Box::pin(std::future::ready(Ok(TermReport::new(end))))
+    }
+
+    fn stop(&self) -> LocalBoxFuture<'_, ()> {
+        WorkerUnderTest::stop(&self.0)
+    }
+}
+
+#[test]
+fn a_worker_that_keeps_state_between_runs_is_told_it_is_not_deterministic() {
+    let error = leasesim::retention::check("steady", |ports| OnceIdle(correct_worker_of(ports)))
+        .worker_name("once-idle")
+        .try_seeds(10)
+        .expect_err("two runs of seed 0 differ");
+    let leasesim::CheckError::Nondeterministic(found) = error else {
+        panic!("not reported as nondeterminism: {error}");
+    };
+    assert_eq!((found.seed, found.worker.as_str()), (0, "once-idle"));
+    let (first, second) = (found.first.clone(), found.second.clone());
+    assert_ne!(
+        first, second,
+        "the lines at the divergence are equal: {found}"
+    );
+    let message = found.to_string();
+    assert!(
+        message.starts_with(
+            "leasesim: worker once-idle is not deterministic: two runs of seed 0 of scenario \
+             steady differ at event #"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("futures::select!"), "{message}");
 }
