@@ -378,7 +378,7 @@ impl<S: System + Render> Check<S> {
                 };
                 return Ok(summary);
             }
-            Ran::Failed(seed, report) => (seed, report),
+            Ran::Failed(seed, report) => (seed, *report),
             Ran::Diverged(seed, runs) => {
                 let found = divergence(&base, seed, *runs, (&name, &self.worker_name));
                 return Err(CheckError::Nondeterministic(Box::new(found)));
@@ -728,7 +728,7 @@ enum Ran<S: System> {
     /// Every seed passed (how many ran).
     Passed(u64),
     /// The first failing seed and its report.
-    Failed(u64, RunReport<S>),
+    Failed(u64, Box<RunReport<S>>),
     /// A seed whose second run differed from its first: both runs.
     Diverged(u64, Box<(RunReport<S>, RunReport<S>)>),
 }
@@ -762,7 +762,7 @@ fn first_failure<S: System + Render>(
             }
         }
         if report.failed() {
-            return Ran::Failed(seed, report);
+            return Ran::Failed(seed, Box::new(report));
         }
     }
     Ran::Passed(seeds.len() as u64)
