@@ -207,6 +207,30 @@ mod tests {
     }
 
     #[test]
+    fn a_save_that_cannot_finish_leaves_the_database_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("failures.toml");
+        let temporary = path.with_extension("toml.tmp");
+        let mut db = FailureDb::open(&path).unwrap();
+        db.add([entry(1, "term-cap")]);
+        db.save().unwrap();
+        let saved = std::fs::read_to_string(&path).unwrap();
+        // A write cut off midway leaves a partial temporary file; the database reads whole.
+        std::fs::write(&temporary, "[[failure]]\nscen").unwrap();
+        assert_eq!(FailureDb::open(&path).unwrap().entries().len(), 1);
+        // A write that fails (the temporary's name is taken) keeps the old file whole.
+        std::fs::remove_file(&temporary).unwrap();
+        std::fs::create_dir(&temporary).unwrap();
+        let mut db = FailureDb::open(&path).unwrap();
+        db.add([entry(2, "term-cap")]);
+        assert!(
+            db.save().is_err(),
+            "the save went around its temporary file"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), saved);
+    }
+
+    #[test]
     fn files_without_a_checker_set_still_load_and_new_ones_keep_it() {
         let old = "[[failure]]\nscenario = \"steady\"\nworker = \"uncapped\"\n\
                    strategy = \"random\"\nseed = 3\noutcome = \"term-cap\"\nsentence = \"s\"\n";
