@@ -203,6 +203,9 @@ pub fn shard_len(count: u64, shard: (u64, u64)) -> u64 {
 pub struct Progress {
     pub done: AtomicU64,
     pub failed: AtomicU64,
+    /// Set to end the campaign early (an interrupt from the user): jobs take no new seed,
+    /// the seeds running finish, and the summary holds every seed that ran.
+    pub stop: AtomicBool,
 }
 
 /// No seed is running in a job slot.
@@ -277,7 +280,9 @@ fn job(shared: &Shared, slot: &JobSlot) {
         .expect("no job panics holding the lock")
         .pct_steps = runner.pct_steps();
     loop {
-        if shared.deadline.is_some_and(|d| Instant::now() >= d) {
+        if shared.deadline.is_some_and(|d| Instant::now() >= d)
+            || shared.progress.stop.load(Ordering::Relaxed)
+        {
             break;
         }
         let index = shared.next.fetch_add(1, Ordering::Relaxed);

@@ -27,6 +27,7 @@ use leasesim_rt::Feed;
 mod detect;
 mod real;
 mod report;
+mod signals;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -383,7 +384,11 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         );
     }
     let mut summaries = Vec::new();
+    signals::catch();
     for (index, scenario) in scenarios.iter().enumerate() {
+        if signals::caught().is_some() {
+            break;
+        }
         let campaign = ScenarioCampaign {
             scenario: scenario.clone(),
             worker: worker.clone(),
@@ -427,6 +432,15 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         // Last line of a PCT campaign: how much of its change-point budget took effect.
         let (applied, drawn) = report::pct_totals(&summaries);
         println!("pct change points: applied {applied} of {drawn}");
+    }
+    if let Some(signal) = signals::caught() {
+        let ran: u64 = summaries.iter().map(|s| s.seeds).sum();
+        eprintln!(
+            "interrupted by {}: {ran} seeds ran; what they found is reported above{}",
+            signals::name(signal),
+            if db.is_some() { " and recorded" } else { "" }
+        );
+        return Ok(128 + signal);
     }
     Ok(i32::from(failed))
 }
@@ -581,6 +595,11 @@ fn run_one_campaign(campaign: &ScenarioCampaign, interactive: bool) -> ScenarioS
         bar
     });
     let mut tick = || {
+        if signals::caught().is_some() {
+            progress
+                .stop
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let done = progress.done.load(std::sync::atomic::Ordering::Relaxed);
         let failed = progress.failed.load(std::sync::atomic::Ordering::Relaxed);
         if let Some(bar) = &bar {

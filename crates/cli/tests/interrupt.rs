@@ -1,0 +1,90 @@
+//! A campaign interrupted keeps what it found: SIGINT (Ctrl-C) or SIGTERM stops it taking
+//! seeds, the failures found so far are printed and recorded in the failure database, and the
+//! command exits with 128 + the signal's number.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Starts a campaign where nearly every seed fails, in `dir`, sends `signal` after it has run
+/// for a while, and returns (exit code, stdout, stderr).
+fn interrupted(dir: &std::path::Path, signal: libc::c_int) -> (Option<i32>, String, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+        .current_dir(dir)
+        .args([
+            "fuzz",
+            "--worker",
+            "read-then-delete",
+            "--scenario",
+            "holder-slow-release",
+        ])
+        .args(["--seeds", "100000000", "--jobs", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("leasesim starts");
+    // Once the campaign catches the signal (a hundred million seeds take hours), let it find
+    // some failures first.
+    wait_until_caught(child.id(), signal);
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    // SAFETY: kill(2) with a child's pid and a valid signal number.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "the signal was sent");
+    let output = child.wait_with_output().expect("leasesim ends");
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("UTF-8");
+    (
+        output.status.code(),
+        text(output.stdout),
+        text(output.stderr),
+    )
+}
+
+/// Waits (at most 60 s) until process `pid` catches `signal`: its bit is set in the `SigCgt`
+/// mask of /proc/PID/status.
+fn wait_until_caught(pid: u32, signal: libc::c_int) {
+    let bit = 1u64 << (signal - 1);
+    for _ in 0..6_000 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let caught = status
+            .lines()
+            .find_map(|line| line.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .is_some_and(|mask| mask & bit != 0);
+        if caught {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("leasesim never caught signal {signal}");
+}
+
+/// What every interrupted campaign must show: the failures so far, printed and recorded.
+fn assert_kept(dir: &std::path::Path, stdout: &str, stderr: &str, name: &str) {
+    let replay = "leasesim replay --scenario holder-slow-release --seed ";
+    assert!(
+        stdout.lines().any(|l| l.starts_with(replay)),
+        "no failure printed:\n{stdout}"
+    );
+    assert!(
+        stderr.contains(&format!("interrupted by {name}: ")),
+        "no word of the interrupt:\n{stderr}"
+    );
+    let db = std::fs::read_to_string(dir.join(".leasesim/failures.toml"))
+        .expect("the failures found so far were recorded");
+    assert!(db.contains("worker = \"read-then-delete\""), "{db}");
+}
+
+#[test]
+fn ctrl_c_ends_a_campaign_with_130_keeping_what_it_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = interrupted(dir.path(), libc::SIGINT);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert_kept(dir.path(), &stdout, &stderr, "SIGINT");
+}
+
+#[test]
+fn sigterm_ends_a_campaign_with_143_keeping_what_it_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = interrupted(dir.path(), libc::SIGTERM);
+    assert_eq!(code, Some(143), "{stderr}");
+    assert_kept(dir.path(), &stdout, &stderr, "SIGTERM");
+}
