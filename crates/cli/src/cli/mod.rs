@@ -383,24 +383,7 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
             args.failures.display()
         );
     }
-    let mut summaries = Vec::new();
-    signals::catch();
-    for (index, scenario) in scenarios.iter().enumerate() {
-        if signals::caught().is_some() {
-            break;
-        }
-        let campaign = ScenarioCampaign {
-            scenario: scenario.clone(),
-            worker: worker.clone(),
-            factory: None,
-            strategy,
-            plan: seed_plan(&args, scenarios.len(), index),
-            shard: args.shard,
-            jobs,
-            seed_timeout_ms: args.seed_timeout,
-        };
-        summaries.push(run_one_campaign(&campaign, interactive));
-    }
+    let summaries = run_campaigns(&args, &scenarios, (&worker, strategy), jobs, interactive);
     report_findings(
         &summaries,
         &regressions,
@@ -433,16 +416,48 @@ fn fuzz(args: FuzzArgs) -> Result<i32, UsageError> {
         let (applied, drawn) = report::pct_totals(&summaries);
         println!("pct change points: applied {applied} of {drawn}");
     }
-    if let Some(signal) = signals::caught() {
-        let ran: u64 = summaries.iter().map(|s| s.seeds).sum();
-        eprintln!(
-            "interrupted by {}: {ran} seeds ran; what they found is reported above{}",
-            signals::name(signal),
-            if db.is_some() { " and recorded" } else { "" }
-        );
-        return Ok(128 + signal);
+    Ok(interrupted(&summaries, db.is_some()).unwrap_or(i32::from(failed)))
+}
+
+/// Each scenario's campaign in turn, until the last or an interrupt (see `signals`).
+fn run_campaigns(
+    args: &FuzzArgs,
+    scenarios: &[Arc<dyn AnyScenario>],
+    (worker, strategy): (&str, Strategy),
+    jobs: usize,
+    interactive: bool,
+) -> Vec<ScenarioSummary> {
+    let mut summaries = Vec::new();
+    signals::catch();
+    for (index, scenario) in scenarios.iter().enumerate() {
+        if signals::caught().is_some() {
+            break;
+        }
+        let campaign = ScenarioCampaign {
+            scenario: scenario.clone(),
+            worker: worker.to_string(),
+            factory: None,
+            strategy,
+            plan: seed_plan(args, scenarios.len(), index),
+            shard: args.shard,
+            jobs,
+            seed_timeout_ms: args.seed_timeout,
+        };
+        summaries.push(run_one_campaign(&campaign, interactive));
     }
-    Ok(i32::from(failed))
+    summaries
+}
+
+/// After an interrupt: says so, and the exit code (128 + the signal).
+fn interrupted(summaries: &[ScenarioSummary], recorded: bool) -> Option<i32> {
+    let signal = signals::caught()?;
+    let ran: u64 = summaries.iter().map(|s| s.seeds).sum();
+    eprintln!(
+        "interrupted by {}: {ran} seeds ran; what they found is reported above{}",
+        signals::name(signal),
+        if recorded { " and recorded" } else { "" }
+    );
+    Some(128 + signal)
 }
 
 /// Parallel jobs: the flag, or every core.
