@@ -9,9 +9,11 @@
 //!   exactly what `--jobs 1` does.
 //! - *finding*: a seed whose run failed (or broke an expected invariant, which is reported
 //!   but does not fail the campaign).
-//! - *watchdog*: the calling thread, while jobs run, checks each job's current seed against
-//!   the per-seed wall-clock limit. Past it, it raises the run's interrupt: the simulation
-//!   ends at its next step or event with a `hang` verdict. A job that does not answer within
+//! - *watchdog*: the calling thread, while jobs run, checks how long each job's current seed
+//!   has gone without its virtual time moving (the run publishes it through its interrupt)
+//!   against the per-seed wall-clock limit. A slow run whose clock moves is left alone (the
+//!   scenario's length bounds it); past the limit without a move, it raises the run's
+//!   interrupt: the simulation ends at its next step or event with a `hang` verdict. A job that does not answer within
 //!   a second limit is stuck inside one poll of user code: the watchdog records the seed as a
 //!   `hang` itself, leaves that thread behind (it is never joined; the process exits without
 //!   it) and starts a fresh job, so the campaign goes on. The watchdog never changes a run
@@ -41,7 +43,7 @@ pub enum SeedPlan {
     Duration { start: u64, wall_ms: u64 },
 }
 
-/// The per-seed wall-clock limit when none is given.
+/// The per-seed wall-clock limit, without virtual time moving, when none is given.
 pub const DEFAULT_SEED_TIMEOUT_MS: u64 = 60_000;
 
 /// Builds a worker factory on a job's own thread (factories hold `Rc`s and stay on the thread
@@ -216,8 +218,11 @@ const IDLE: u64 = u64::MAX;
 struct JobSlot {
     /// The seed being run, or [`IDLE`].
     seed: AtomicU64,
-    /// When it started, in ms since the campaign started.
+    /// When it started, or when the watchdog last saw its virtual time move, in ms since the
+    /// campaign started.
     started_ms: AtomicU64,
+    /// The run's virtual time at the watchdog's last look.
+    seen_virtual_ms: AtomicU64,
     interrupt: Interrupt,
     /// Given up by the watchdog: the thread must not report anything any more.
     abandoned: AtomicBool,
@@ -291,6 +296,7 @@ fn job(shared: &Shared, slot: &JobSlot) {
         }
         let seed = shard_seed(start_of(campaign.plan), campaign.shard, index);
         slot.interrupt.clear();
+        slot.seen_virtual_ms.store(0, Ordering::Relaxed);
         slot.started_ms
             .store(shared.elapsed_ms(), Ordering::Relaxed);
         slot.seed.store(seed, Ordering::Relaxed);
@@ -344,22 +350,26 @@ fn wait_for_a_job(shared: &Shared, seen: &mut usize, tick_ms: u64) {
     *seen = *guard;
 }
 
-/// The watchdog's look at one job: interrupt a seed over its limit; give up on a job that
-/// ignored the interrupt for another limit (stuck inside one poll). Returns true when the
-/// job was abandoned.
+/// The watchdog's look at one job: interrupt a seed whose virtual time has not moved for the
+/// limit (a slow run whose clock moves is left alone: a scenario's length bounds it); give
+/// up on a job that ignored the interrupt for another limit (stuck inside one poll).
+/// Returns true when the job was abandoned.
 fn watch(shared: &Shared, slot: &JobSlot) -> bool {
     let seed = slot.seed.load(Ordering::Relaxed);
     if seed == IDLE {
         return false;
     }
+    let now_ms = shared.elapsed_ms();
+    let virtual_ms = slot.interrupt.virtual_ms();
+    if slot.seen_virtual_ms.swap(virtual_ms, Ordering::Relaxed) != virtual_ms {
+        slot.started_ms.store(now_ms, Ordering::Relaxed);
+    }
     let limit_ms = shared.campaign.seed_timeout_ms;
-    let running_ms = shared
-        .elapsed_ms()
-        .saturating_sub(slot.started_ms.load(Ordering::Relaxed));
-    if running_ms > limit_ms {
+    let stalled_ms = now_ms.saturating_sub(slot.started_ms.load(Ordering::Relaxed));
+    if stalled_ms > limit_ms {
         slot.interrupt.raise();
     }
-    if running_ms <= limit_ms.saturating_mul(2) || slot.abandoned.swap(true, Ordering::Relaxed) {
+    if stalled_ms <= limit_ms.saturating_mul(2) || slot.abandoned.swap(true, Ordering::Relaxed) {
         return false;
     }
     let sentence = crate::runner::hang_sentence(limit_ms, None);
@@ -476,5 +486,67 @@ mod tests {
                 assert_eq!(seen, expected, "count {count}, {n} shards");
             }
         }
+    }
+
+    /// A one-job campaign of `steady` whose watchdog limit is `limit_ms`.
+    fn watched(limit_ms: u64) -> Shared {
+        let scenario = crate::catalog::builtin("steady")
+            .expect("a builtin")
+            .expect("it loads");
+        let campaign = ScenarioCampaign {
+            scenario,
+            worker: "correct".into(),
+            factory: None,
+            strategy: Strategy::Random,
+            plan: SeedPlan::Count { start: 0, count: 1 },
+            shard: (1, 1),
+            jobs: 1,
+            seed_timeout_ms: limit_ms,
+        };
+        Shared {
+            campaign,
+            next: AtomicU64::new(0),
+            limit: 1,
+            started: Instant::now(),
+            deadline: None,
+            summary: Mutex::new(ScenarioSummary::default()),
+            progress: Arc::new(Progress::default()),
+            ended: (Mutex::new(0), Condvar::new()),
+        }
+    }
+
+    #[test]
+    fn the_watchdog_stops_a_run_whose_virtual_time_stands_not_one_whose_time_moves() {
+        // Margins of 150 ms on every side, for a loaded machine.
+        let shared = watched(200);
+        let slot = JobSlot::default();
+        slot.seed.store(7, Ordering::Relaxed);
+        slot.started_ms
+            .store(shared.elapsed_ms(), Ordering::Relaxed);
+        slot.interrupt.reached(100);
+        assert!(!watch(&shared, &slot) && !slot.interrupt.is_raised());
+        // Past the limit of wall time, but the run's clock moved: slow, not stuck.
+        std::thread::sleep(Duration::from_millis(350));
+        slot.interrupt.reached(200);
+        assert!(!watch(&shared, &slot));
+        assert!(
+            !slot.interrupt.is_raised(),
+            "a run whose clock moves was stopped"
+        );
+        // Past the limit again with the clock standing: stuck.
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(!watch(&shared, &slot));
+        assert!(
+            slot.interrupt.is_raised(),
+            "a run whose clock stands was left running"
+        );
+        // Past twice the limit without an answer: the job is given up, the seed a hang.
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            watch(&shared, &slot),
+            "a job that ignores its interrupt is abandoned"
+        );
+        let summary = shared.summary.lock().unwrap();
+        assert_eq!(summary.failed_seeds(), 1);
     }
 }

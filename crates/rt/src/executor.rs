@@ -67,9 +67,19 @@ pub struct SimConfig {
 
 /// A flag another thread sets to end a stuck run ([`RunOutcome::Interrupted`]). It is read
 /// at every step and every event, never written by the simulation, so it cannot change a run
-/// that is not stuck.
+/// that is not stuck. The run publishes its virtual time through it as the clock moves (a
+/// store nothing in the run reads back).
 #[derive(Clone, Debug, Default)]
-pub struct Interrupt(std::sync::Arc<std::sync::atomic::AtomicBool>);
+pub struct Interrupt(std::sync::Arc<InterruptState>);
+
+/// What the run and its watchdog share.
+#[derive(Debug, Default)]
+struct InterruptState {
+    raised: std::sync::atomic::AtomicBool,
+    /// The run's virtual time, published as it advances: the watchdog tells a run that is
+    /// slow (virtual time moves) from one that is stuck (it does not).
+    virtual_ms: std::sync::atomic::AtomicU64,
+}
 
 impl Interrupt {
     pub fn new() -> Interrupt {
@@ -78,16 +88,36 @@ impl Interrupt {
 
     /// Asks the run to end at its next step or event.
     pub fn raise(&self) {
-        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.0
+            .raised
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Re-arms the flag for the next run.
+    /// Re-arms the flag, and the published virtual time, for the next run.
     pub fn clear(&self) {
-        self.0.store(false, std::sync::atomic::Ordering::Relaxed);
+        self.0
+            .raised
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        self.0
+            .virtual_ms
+            .store(0, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn is_raised(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
+        self.0.raised.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The virtual time the run last reached (0 before it moved).
+    pub fn virtual_ms(&self) -> u64 {
+        self.0.virtual_ms.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Publishes the run's virtual time: the executor calls it as the clock moves (a test of
+    /// a watchdog may too).
+    pub fn reached(&self, now_ms: u64) {
+        self.0
+            .virtual_ms
+            .store(now_ms, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -552,6 +582,9 @@ impl Core {
             "timer deadline lies in the past"
         );
         self.now_ms.set(deadline_ms);
+        if let Some(interrupt) = &self.interrupt {
+            interrupt.reached(deadline_ms);
+        }
         self.hash
             .set(hash::mix(self.hash.get(), deadline_ms ^ (1 << 63)));
         let mut fired = std::mem::take(&mut *self.fired.borrow_mut());

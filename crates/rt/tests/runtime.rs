@@ -352,3 +352,24 @@ fn strategies_parse_from_text() {
     assert!("pct:0".parse::<Strategy>().is_err());
     assert!("lifo".parse::<Strategy>().is_err());
 }
+
+#[test]
+fn a_run_publishes_its_virtual_time_through_its_interrupt() {
+    let interrupt = leasesim_rt::Interrupt::new();
+    let mut sim = Sim::new(SimConfig::seeded(5).with_interrupt(interrupt.clone()));
+    let handle = sim.handle();
+    let (watched, inside) = (interrupt.clone(), std::cell::Cell::new(0));
+    let outcome = sim.block_on(async {
+        handle.sleep(250).await;
+        inside.set(watched.virtual_ms());
+        handle.sleep(750).await;
+    });
+    assert!(matches!(outcome, RunOutcome::Completed(())));
+    assert_eq!((inside.get(), interrupt.virtual_ms()), (250, 1_000));
+    interrupt.clear();
+    assert_eq!(
+        interrupt.virtual_ms(),
+        0,
+        "a cleared interrupt starts the next run at 0"
+    );
+}

@@ -148,7 +148,8 @@ struct FuzzArgs {
     /// Only replay the failure database's entries of this campaign; run no new seeds.
     #[arg(long, conflicts_with_all = ["seeds", "duration", "no_failure_db"])]
     failures_only: bool,
-    /// Wall-clock time one seed may take before the watchdog stops it as a hang (e.g. 30s).
+    /// Wall-clock time a seed may go without its virtual time moving before the watchdog
+    /// stops it as a hang (e.g. 30s); a slow seed whose clock moves runs on.
     #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
     seed_timeout: u64,
 }
