@@ -209,7 +209,7 @@ impl std::fmt::Display for Nondeterminism {
 }
 
 impl<S: System + Render> CheckError<S> {
-    /// The failure, when a seed failed; `None` for bad input.
+    /// The failure, when a seed failed; `None` for bad input or nondeterminism.
     pub fn into_failure(self) -> Option<Box<CheckFailure<S>>> {
         match self {
             CheckError::Failed(failure) => Some(failure),
@@ -367,7 +367,7 @@ impl<S: System + Render> Check<S> {
         // each would bury the one failure this check returns.
         leasesim_rt::capture_panics();
         let was_quiet = leasesim_rt::set_quiet(env.seed.is_none());
-        let found = first_failure(&base, &seeds, env.seed.is_some());
+        let found = first_failure(&base, seeds, env.seed.is_some());
         leasesim_rt::set_quiet(was_quiet);
         let (seed, report) = match found {
             Ran::Passed(ran) => {
@@ -466,20 +466,21 @@ impl<S: System + Render> Check<S> {
         )
     }
 
-    /// The seeds to run: the one `LEASESIM_SEED` names; else the recorded failing seeds of
-    /// this scenario, worker and strategy, then `count` seeds from the start seed.
+    /// The seeds to run, lazily (a count may be as large as `u64::MAX`): the one
+    /// `LEASESIM_SEED` names; else the recorded failing seeds of this scenario, worker and
+    /// strategy, then `count` seeds from the start seed (checked by `seed_range`).
     fn seed_list(
         &self,
         scenario: &Scenario<S>,
         count: u64,
         single: Option<u64>,
         db: Option<&FailureDb>,
-    ) -> Vec<u64> {
+    ) -> Box<dyn Iterator<Item = u64>> {
         if let Some(seed) = single {
-            return vec![seed];
+            return Box::new(std::iter::once(seed));
         }
         let (reference, strategy) = (self.reference(scenario), self.strategy.to_string());
-        let mut seeds: Vec<u64> = db
+        let recorded: Vec<u64> = db
             .map(|db| db.entries())
             .unwrap_or_default()
             .iter()
@@ -487,8 +488,12 @@ impl<S: System + Render> Check<S> {
             .filter(|e| e.strategy == strategy)
             .map(|e| e.seed)
             .collect();
-        seeds.extend((0..count).map(|i| self.start_seed + i));
-        seeds
+        let start = self.start_seed;
+        Box::new(
+            recorded
+                .into_iter()
+                .chain((0..count).map(move |i| start + i)),
+        )
     }
 
     /// How replay lines and the failure database name this check's scenario.
@@ -737,10 +742,12 @@ enum Ran<S: System> {
 /// its events, so two runs that differ show where.
 fn first_failure<S: System + Render>(
     base: &RunSpec<S>,
-    seeds: &[u64],
+    seeds: impl Iterator<Item = u64>,
     print_trace: bool,
 ) -> Ran<S> {
-    for (at, &seed) in seeds.iter().enumerate() {
+    let mut ran = 0;
+    for (at, seed) in seeds.enumerate() {
+        ran += 1;
         let sampled = at % RERUN_EVERY == 0;
         let spec = RunSpec {
             feed: Feed::Seed(seed),
@@ -765,7 +772,7 @@ fn first_failure<S: System + Render>(
             return Ran::Failed(seed, Box::new(report));
         }
     }
-    Ran::Passed(seeds.len() as u64)
+    Ran::Passed(ran)
 }
 
 /// Two runs of one seed made the same run: the same events, verdict and hash of the trace.

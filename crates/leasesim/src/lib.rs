@@ -105,7 +105,8 @@ pub mod work_items;
 mod check;
 
 pub use check::{
-    Check, CheckError, CheckFailure, CheckSummary, IntoScenario, check_builtin, check_system,
+    Check, CheckError, CheckFailure, CheckSummary, IntoScenario, Nondeterminism, check_builtin,
+    check_system,
 };
 pub use error::UsageError;
 /// The `futures` crate the ports are written with (`select`, `join`, channels), so a worker

@@ -61,5 +61,5 @@ pub fn check_builtin(scenario: impl IntoScenario<WorkItems>, worker: &str) -> Ch
 /// production core's types, `check` and `check_builtin`), and the shared check types.
 pub mod prelude {
     pub use super::*;
-    pub use crate::{Check, CheckError, CheckFailure, CheckSummary, Strategy};
+    pub use crate::{Check, CheckError, CheckFailure, CheckSummary, Nondeterminism, Strategy};
 }

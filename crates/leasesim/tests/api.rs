@@ -291,6 +291,7 @@ fn leasesim_seed_runs_only_that_seed_and_prints_its_trace() {
     );
 
     let unset = child("correct", &[]);
+    assert!(unset.success, "{}", unset.stderr);
     assert_eq!(unset.probe(), "pass seeds=20 skipped=false");
     assert!(
         !unset.stderr.contains("feed:"),
@@ -709,4 +710,14 @@ fn a_worker_that_keeps_state_between_runs_is_told_it_is_not_deterministic() {
         "{message}"
     );
     assert!(message.contains("futures::select!"), "{message}");
+}
+
+#[test]
+fn a_check_of_every_seed_there_is_runs_them_lazily() {
+    // u64::MAX seeds from 0: valid, and no list of them is built first (that would not fit).
+    let error = leasesim::retention::check_builtin("slow-deletes", "stale-release")
+        .try_seeds(u64::MAX)
+        .expect_err("stale-release fails its first seed");
+    let failure = error.into_failure().expect("a seed failed, not the input");
+    assert_eq!(failure.seed, 0);
 }
