@@ -15,7 +15,8 @@
 //! `crates/toy-sim` is such a binary (`toy-leasesim`), for the toy fenced counter.
 //!
 //! Exit codes: 0 clean, 1 a failure was found (or replayed), 2 bad usage or input (a registry
-//! that does not validate is bad input too).
+//! that does not validate is bad input too), 130 or 143 a campaign stopped by SIGINT or
+//! SIGTERM (what it found is reported and recorded first).
 
 mod cli;
 

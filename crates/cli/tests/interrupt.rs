@@ -8,7 +8,7 @@ use std::time::Duration;
 /// Starts a campaign where nearly every seed fails, in `dir`, sends `signal` after it has run
 /// for a while, and returns (exit code, stdout, stderr).
 fn interrupted(dir: &std::path::Path, signal: libc::c_int) -> (Option<i32>, String, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_leasesim"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leasesim"))
         .current_dir(dir)
         .args([
             "fuzz",
@@ -29,13 +29,31 @@ fn interrupted(dir: &std::path::Path, signal: libc::c_int) -> (Option<i32>, Stri
     let pid = libc::pid_t::try_from(child.id()).expect("a pid");
     // SAFETY: kill(2) with a child's pid and a valid signal number.
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "the signal was sent");
-    let output = child.wait_with_output().expect("leasesim ends");
-    let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("UTF-8");
-    (
-        output.status.code(),
-        text(output.stdout),
-        text(output.stderr),
-    )
+    // The pipes are drained while waiting (a campaign prints a line per failing seed), and a
+    // campaign that ignores the signal is killed after a minute instead of running for hours.
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            pipe.read_to_string(&mut text).expect("UTF-8 output");
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
+    let mut status = None;
+    for _ in 0..6_000 {
+        status = child.try_wait().expect("the child can be waited for");
+        if status.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if status.is_none() {
+        let _ = child.kill();
+        panic!("leasesim was still running a minute after the signal");
+    }
+    let join = |reader: std::thread::JoinHandle<String>| reader.join().expect("read");
+    (status.and_then(|s| s.code()), join(stdout), join(stderr))
 }
 
 /// Waits (at most 60 s) until process `pid` catches `signal`: its bit is set in the `SigCgt`

@@ -61,9 +61,9 @@ pub enum Outcome<S: System> {
         at_ms: u64,
         polls: u64,
     },
-    /// The run was stuck: the wall-clock watchdog stopped it after `limit_ms` of real time, at
-    /// virtual instant `at_ms`; `None` when it never came back to the simulation and its
-    /// thread was given up.
+    /// The run was stuck: the wall-clock watchdog stopped it after `limit_ms` of real time
+    /// without its virtual time moving, at virtual instant `at_ms`; `None` when it never came
+    /// back to the simulation and its thread was given up.
     Hang {
         limit_ms: u64,
         at_ms: Option<u64>,
