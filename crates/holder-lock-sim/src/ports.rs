@@ -39,7 +39,7 @@ pub struct WorkerPorts {
 
 /// Any worker of this system the world can drive: the production core, a defective
 /// worker, or yours (implement [`WorkerUnderTest`] with this `Report`).
-pub type AnyWorker = dyn WorkerUnderTest<Report = Result<AttemptReport, RunError>>;
+pub type AnyWorker = leasesim_sim::WorkerOf<HolderLock>;
 
 /// Builds one holder-lock worker per replica.
 pub type WorkerFactory = leasesim_sim::WorkerFactory<HolderLock>;

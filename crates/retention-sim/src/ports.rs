@@ -51,7 +51,7 @@ pub struct WorkerPorts {
 
 /// Any worker of this system the world can drive: the production core, a defective
 /// worker, or yours (implement [`WorkerUnderTest`] with this `Report`).
-pub type AnyWorker = dyn WorkerUnderTest<Report = Result<TermReport, RunError>>;
+pub type AnyWorker = leasesim_sim::WorkerOf<Retention>;
 
 /// Builds one retention worker per replica.
 pub type WorkerFactory = leasesim_sim::WorkerFactory<Retention>;

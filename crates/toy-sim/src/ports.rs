@@ -50,7 +50,7 @@ impl CounterPort for SimCounter {
 }
 
 /// Any toy worker the world can drive.
-pub type AnyWorker = dyn WorkerUnderTest<Report = RoundEnd>;
+pub type AnyWorker = leasesim_sim::WorkerOf<Toy>;
 
 impl<P: CounterPort> WorkerUnderTest for Bumper<P> {
     type Report = RoundEnd;
