@@ -20,7 +20,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use leasesim_rt::{Feed, Strategy};
-use leasesim_sim::{Scenario, System, WorkerFactory, WorkerOf, WorkerUnderTest};
+use leasesim_sim::{
+    Divergence, Scenario, System, WorkerFactory, WorkerOf, WorkerUnderTest, first_difference,
+};
 use leasesim_timeline::Render;
 
 use crate::catalog;
@@ -803,16 +805,19 @@ fn divergence<S: System + Render>(
         };
         first = lines(&run(&spec));
     }
-    let index = (0..first.len().max(second.len()))
-        .find(|&i| first.get(i) != second.get(i))
-        .unwrap_or(first.len().min(second.len()));
+    // Equal lines (only steps or the hash differed): the divergence is past the last event.
+    let parted = first_difference(&first, &second).unwrap_or(Divergence {
+        index: first.len(),
+        first: None,
+        second: None,
+    });
     Nondeterminism {
         scenario: names.0.to_string(),
         worker: names.1.to_string(),
         seed,
-        index,
-        first: first.get(index).cloned(),
-        second: second.get(index).cloned(),
+        index: parted.index,
+        first: parted.first,
+        second: parted.second,
     }
 }
 

@@ -45,7 +45,7 @@ pub use phases::run_phases;
 pub use process::{Port, ReplicaState};
 pub use scenario::{Location, Scenario, ScenarioError, SystemPart};
 pub use signal::Signal;
-pub use sink::{Divergence, EventSink, Observer, check_determinism};
+pub use sink::{Divergence, EventSink, Observer, check_determinism, first_difference};
 pub use system::{
     Apply, Checks, Counterexample, Defect, Drive, Setup, System, WorkerFactory, WorkerInfo,
     WorkerOf, WorkerUnderTest, Workers, catalogue,

@@ -132,16 +132,19 @@ where
 {
     let first = run();
     let second = run();
-    let longest = first.len().max(second.len());
-    for index in 0..longest {
-        let (a, b) = (first.get(index), second.get(index));
-        if a != b {
-            return Err(Divergence {
-                index,
-                first: a.cloned(),
-                second: b.cloned(),
-            });
-        }
+    match first_difference(&first, &second) {
+        Some(divergence) => Err(divergence),
+        None => Ok(first.len()),
     }
-    Ok(first.len())
+}
+
+/// Where two event sequences first differ (`None`: they are equal); a sequence that ended
+/// has `None` there.
+pub fn first_difference<E: PartialEq + Clone>(first: &[E], second: &[E]) -> Option<Divergence<E>> {
+    let index = (0..first.len().max(second.len())).find(|&i| first.get(i) != second.get(i))?;
+    Some(Divergence {
+        index,
+        first: first.get(index).cloned(),
+        second: second.get(index).cloned(),
+    })
 }
