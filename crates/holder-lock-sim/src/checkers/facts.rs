@@ -101,7 +101,7 @@ impl leasesim_invariants::Facts<HolderLock> for Facts {
 }
 
 /// The shared views against private copies fed as each checker would feed its own, and
-/// the claim model against a reference written apart from it.
+/// the claim model and the attempts against a reference written apart from them.
 ///
 /// Terminology:
 /// - *feed*: the kinds of event one checker read before the facts were shared (its `wants`
@@ -110,7 +110,9 @@ impl leasesim_invariants::Facts<HolderLock> for Facts {
 ///   every event, with calls attributed to attempts by its own plain book. It shares no code
 ///   with `track`: the claim model (what the key holds, what a failover undoes, the ghosts
 ///   of forgotten claims, the change an event made) is compared with it before and after
-///   every event.
+///   every event, and so are the attempts (each open attempt's create, won create, lost
+///   renewal and release, worked out by looking back over the history, and the book).
+///   The private copies run `track`'s own code, so only the reference catches a wrong step.
 /// - *summary*: what a view tells a checker, as plain values (events by seq). An attempt's
 ///   job fields are compared only for feeds that took job notes in: a checker fed without
 ///   them never read them.
@@ -399,6 +401,107 @@ mod tests {
         })
     }
 
+    /// The attempts as the reference knows them: each replica's open attempt with what its
+    /// calls and their first answers did, worked out by looking back over `history` (every
+    /// event so far), and the book of calls sent and not answered.
+    fn reference_attempts(reference: &Reference, history: &[Stamped<Event>]) -> Summary {
+        let call_event = |call: u64| {
+            history.iter().find_map(|e| match e.event.kind {
+                EventKind::Call { call: c, request } if c == call => Some((request, e)),
+                _ => None,
+            })
+        };
+        let book = reference
+            .calls
+            .iter()
+            .map(|(&call, &attempt)| {
+                let (request, sent) = call_event(call).expect("a booked call was sent");
+                (call, attempt, request, sent.seq)
+            })
+            .collect();
+        let open = (0..3)
+            .map(|r| reference.open.get(&r).map(|&id| open_attempt(history, id)))
+            .collect();
+        Summary {
+            open,
+            jobs: vec![None; 3],
+            book,
+        }
+    }
+
+    /// One open attempt: its create of the claim, its won create, its lost renewal and its
+    /// first release, from the calls its replica sent since it started and their first
+    /// answers.
+    fn open_attempt(history: &[Stamped<Event>], id: AttemptRef) -> OpenSummary {
+        let sent: Vec<(u64, Request, u64)> = history
+            .iter()
+            .filter(|e| e.seq > id.seq && e.event.replica == Some(id.replica))
+            .filter_map(|e| match e.event.kind {
+                EventKind::Call { call, request } => Some((call, request, e.seq)),
+                _ => None,
+            })
+            .collect();
+        // The first answer to each call is the one the worker read; later ones name nothing.
+        let first_answer = |call: u64| {
+            history.iter().find_map(|e| match e.event.kind {
+                EventKind::Answered {
+                    call: c, answer, ..
+                } if c == call => Some((answer, e.seq)),
+                _ => None,
+            })
+        };
+        let answers = |claim_op: fn(&Request) -> bool, answered: fn(&Answer) -> bool| {
+            let of_claim = sent.iter().filter(move |(_, request, _)| claim_op(request));
+            let mut seqs: Vec<u64> = of_claim
+                .filter_map(|&(call, ..)| first_answer(call))
+                .filter(|(answer, _)| answered(answer))
+                .map(|(_, seq)| seq)
+                .collect();
+            seqs.sort_unstable();
+            seqs
+        };
+        let create = sent.iter().find_map(|&(_, request, seq)| match request {
+            Request::Create {
+                key: Key::Claim,
+                token,
+                ..
+            } => Some((token, seq)),
+            _ => None,
+        });
+        let creates = |r: &Request| {
+            matches!(
+                r,
+                Request::Create {
+                    key: Key::Claim,
+                    ..
+                }
+            )
+        };
+        let renews = |r: &Request| {
+            matches!(
+                r,
+                Request::Renew {
+                    key: Key::Claim,
+                    ..
+                }
+            )
+        };
+        let won = answers(creates, |a| matches!(a, Answer::Created))
+            .last()
+            .copied();
+        let refused =
+            |a: &Answer| matches!(a, Answer::NotHolder | Answer::Absent | Answer::Failed(_));
+        let lost = answers(renews, refused).first().copied();
+        let released = sent.iter().find_map(|&(_, request, seq)| {
+            let gives_back = matches!(
+                request,
+                Request::DeleteIfHolder { .. } | Request::Delete { .. } | Request::Get { .. }
+            );
+            gives_back.then_some(seq)
+        });
+        (id, id.seq, create, won, lost, released)
+    }
+
     /// One raw step of an arbitrary stream.
     #[derive(Clone, Debug)]
     enum Step {
@@ -557,14 +660,29 @@ mod tests {
     }
 
     /// The events of `steps`, with unique seqs, rising times and call ids equal to seqs.
+    /// A call for an answer, apply or other event of replica `r` to name: half the picks one
+    /// of the last four calls `r` sent (so that one attempt's calls get several answers),
+    /// half any call sent so far.
+    fn pick_call(calls: &[(u64, Request, u16)], c: usize, r: u16) -> Option<(u64, Request)> {
+        let own: Vec<_> = calls.iter().filter(|call| call.2 == r).collect();
+        let recent = own
+            .len()
+            .saturating_sub(1 + (c / 2) % own.len().clamp(1, 4));
+        let call = match c % 2 {
+            0 => own.get(recent).copied(),
+            _ => calls.get(c % calls.len().max(1)),
+        };
+        call.map(|&(call, request, _)| (call, request))
+    }
+
     fn stream(steps: &[Step]) -> Vec<Stamped<Event>> {
-        let mut calls: Vec<(u64, Request)> = Vec::new();
+        let mut calls: Vec<(u64, Request, u16)> = Vec::new();
         let mut events = Vec::new();
         let mut at_ms = 0;
         for (index, step) in steps.iter().enumerate() {
             let seq = index as u64 + 1;
             at_ms += 7;
-            let pick = |c: usize| calls.get(c % calls.len().max(1)).copied();
+            let pick = |c: usize, r: u16| pick_call(&calls, c, r);
             let (replica, kind) = match *step {
                 Step::Started(r, attempt) => (r, EventKind::Note(Note::AttemptStarted { attempt })),
                 Step::Ended(r) => {
@@ -580,16 +698,16 @@ mod tests {
                 Step::Restarted(r) => (r, EventKind::Restarted),
                 Step::Call(r, op, key, token) => {
                     let request = request(op, key, token);
-                    calls.push((seq, request));
+                    calls.push((seq, request, r));
                     (r, EventKind::Call { call: seq, request })
                 }
                 Step::Answered(r, c, a, token) => {
-                    let (call, request) = pick(c).unwrap_or((0, request(3, 0, 1)));
+                    let (call, request) = pick(c, r).unwrap_or((0, request(3, 0, 1)));
                     let (op, answer) = (request.op(), answer(a, token));
                     (r, EventKind::Answered { call, op, answer })
                 }
                 Step::Applied(r, c, a, token, d) => {
-                    let call = pick(c).map_or(0, |(call, _)| call);
+                    let call = pick(c, r).map_or(0, |(call, _)| call);
                     let applied = applied(a, token, at_ms + d, ReplicaId(r));
                     (r, EventKind::Applied { call, applied })
                 }
@@ -603,7 +721,7 @@ mod tests {
                     },
                 ),
                 Step::Other(r, other, c) => {
-                    let (call, op) = pick(c).map_or((0, Op::Get), |(call, r)| (call, r.op()));
+                    let (call, op) = pick(c, r).map_or((0, Op::Get), |(call, q)| (call, q.op()));
                     (r, other_kind(other, call, op, ReplicaId(r)))
                 }
                 Step::Healed | Step::Forgot(..) => {
@@ -627,13 +745,27 @@ mod tests {
         let mut facts = Facts::default();
         let mut private: Vec<Private> = FEEDS.iter().map(|_| Private::default()).collect();
         let mut reference = Reference::default();
-        for event in events {
+        for (index, event) in events.iter().enumerate() {
             facts.enter(event);
             let at_ms = event.at_ms;
             let expected = (reference.current(), reference.ghosts_at(at_ms));
             let before = model_view(facts.claims_before(), at_ms);
             prop_assert_eq!(before, expected, "claims before {}", event.seq);
+            let expected = reference_attempts(&reference, &events[..index]);
+            prop_assert_eq!(
+                summary(facts.before(), false),
+                expected,
+                "attempts before {}",
+                event.seq
+            );
             reference.feed(event);
+            let expected = reference_attempts(&reference, &events[..=index]);
+            prop_assert_eq!(
+                summary(facts.after(), false),
+                expected,
+                "attempts after {}",
+                event.seq
+            );
             let expected = (reference.current(), reference.ghosts_at(at_ms));
             let after = model_view(facts.claims_after(), at_ms);
             prop_assert_eq!(after, expected, "claims after {}", event.seq);
@@ -657,6 +789,37 @@ mod tests {
             facts.leave(event);
         }
         Ok(())
+    }
+
+    /// What the arbitrary streams seldom make: one attempt whose two claim renewals both
+    /// answer not-holder (its lost renewal is the first answer), and a create answered after
+    /// a second create (its won create is the later answer).
+    #[test]
+    fn an_attempts_first_lost_renewal_and_last_won_create_stand() {
+        let steps = [
+            Step::Started(0, 1),
+            Step::Call(0, 1, 0, 1),
+            Step::Call(0, 1, 0, 1),
+            Step::Answered(0, 0, 4, 1),
+            Step::Answered(0, 2, 4, 1),
+            Step::Call(0, 0, 0, 2),
+            Step::Call(0, 0, 0, 3),
+            Step::Answered(0, 2, 0, 2),
+            Step::Answered(0, 0, 0, 3),
+        ];
+        let events = stream(&steps);
+        let lost = |e: &Stamped<Event>| {
+            matches!(
+                e.event.kind,
+                EventKind::Answered {
+                    answer: Answer::NotHolder,
+                    ..
+                }
+            )
+        };
+        // invariant: the stream is the case named (both renewals answered not-holder).
+        assert_eq!(events.iter().filter(|e| lost(e)).count(), 2);
+        check(&events).expect("the facts agree with the reference");
     }
 
     proptest! {
