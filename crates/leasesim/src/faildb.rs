@@ -10,6 +10,8 @@
 //!   seeds, as Hypothesis and proptest do with their example databases.
 //!
 //! Writes are atomic: the whole file is written next to the target and renamed over it.
+//! Saves merge: a save reads the file again under a lock and writes the union, so processes
+//! that record failures at once each keep theirs.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -174,9 +176,23 @@ impl FailureDb {
         self.entries.iter().filter(|e| !before.contains(e)).count()
     }
 
-    /// Writes the whole file atomically (temporary file, then rename).
-    pub fn save(&self) -> Result<(), UsageError> {
+    /// Merges the file as it is now into this database and writes the union atomically
+    /// (temporary file, then rename). A lock file beside it (`NAME.toml.lock`) makes
+    /// processes that save at once — test binaries sharing `LEASESIM_FAILURES`, two campaigns
+    /// — take turns: each reads what the others wrote before it writes, so no process's
+    /// failures are lost. A file that no longer parses is reported, not overwritten.
+    pub fn save(&mut self) -> Result<(), UsageError> {
         std::fs::create_dir_all(self.dir()).map_err(|err| self.unwritable(err))?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.path.with_extension("toml.lock"))
+            .map_err(|err| self.unwritable(err))?;
+        // Released when `lock` is dropped, after the rename.
+        lock.lock().map_err(|err| self.unwritable(err))?;
+        let on_disk = FailureDb::open(&self.path)?;
+        self.add(on_disk.entries);
         let text = toml::to_string(&File {
             failures: self.entries.clone(),
         })
@@ -300,5 +316,36 @@ mod tests {
         std::fs::write(&path, "[[failure]]\nscenario = 3\n").unwrap();
         let err = FailureDb::open(&path).unwrap_err().to_string();
         assert!(err.contains("failures.toml:2:12"), "{err}");
+    }
+
+    /// Eight savers on one file, each adding its own failures one save at a time (as test
+    /// binaries sharing `LEASESIM_FAILURES` do): the file ends with every one of them.
+    #[test]
+    fn savers_at_once_keep_every_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("failures.toml");
+        let savers: Vec<_> = (0..8)
+            .map(|saver| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut db = FailureDb::open(&path).unwrap();
+                    for seed in 0..20 {
+                        let mut found = entry(seed, "term-cap");
+                        found.worker = format!("worker-{saver}-{seed}");
+                        db.add([found]);
+                        db.save().unwrap();
+                    }
+                })
+            })
+            .collect();
+        for saver in savers {
+            saver.join().unwrap();
+        }
+        let saved = FailureDb::open(&path).unwrap();
+        assert_eq!(
+            saved.entries().len(),
+            8 * 20,
+            "failures lost between savers"
+        );
     }
 }
