@@ -97,6 +97,24 @@ fn bad_input_is_refused_with_exit_2_before_any_run() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!out.contains("verdict:"), "{args:?} ran: {out}");
     }
+    // An existing file is refused as --db: a run would replace its tables.
+    let dir = std::env::temp_dir().join(format!("leasesim-real-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kept = dir.join("kept.db");
+    std::fs::write(&kept, b"not a run's store").unwrap();
+    let output = leasesim(&["--db", kept.to_str().unwrap()]);
+    let (out, err) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{out}{err}");
+    assert!(
+        err.contains("--db") && err.contains("--replace-db"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&kept).unwrap(),
+        b"not a run's store",
+        "the file was touched"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     let output = leasesim(&["--store", "postgres"]);
     let (_, err) = text(&output);
     assert_eq!(output.status.code(), Some(2), "{err}");

@@ -64,9 +64,13 @@ pub struct RealArgs {
     /// Runs, with seeds SEED, SEED+1, ...
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
     runs: u64,
-    /// The SQLite file (replaced); default: a file in the temporary directory, removed after.
+    /// The SQLite file to create; default: a file in the temporary directory, removed after.
+    /// An existing file is refused unless --replace-db is given (the run drops its tables).
     #[arg(long)]
     db: Option<PathBuf>,
+    /// Let --db name an existing file and replace the run's tables in it.
+    #[arg(long, requires = "db")]
+    replace_db: bool,
     /// The PostgreSQL server (default: $LEASESIM_PG_URL).
     #[arg(long)]
     pg_url: Option<String>,
@@ -202,6 +206,15 @@ fn target(args: &RealArgs, store: StoreKind) -> Result<(StoreTarget, Option<Path
         StoreKind::Sqlite => {
             let scratch = std::env::temp_dir()
                 .join(format!("leasesim-real-{}.db", std::process::id()));
+            if let Some(db) = args.db.as_ref().filter(|db| db.exists() && !args.replace_db) {
+                return Err(UsageError::BadValue {
+                    flag: "--db",
+                    given: db.display().to_string(),
+                    why: "the file exists and a real run would replace its tables: name a new \
+                          file, or add --replace-db"
+                        .into(),
+                });
+            }
             let path = args.db.clone().unwrap_or_else(|| scratch.clone());
             let made = args.db.is_none().then_some(scratch);
             Ok((StoreTarget::Sqlite { path }, made))
