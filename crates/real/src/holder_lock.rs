@@ -49,7 +49,7 @@ use leasesim_stores::redis::holder_lock::{Observed, RedisConnection, RedisStore}
 
 use crate::record::{Line, Recorder};
 use crate::retention::RealError;
-use crate::{Draws, Gate, RunClock, SpanMs};
+use crate::{Delivery, Draws, Gate, NetFaults, RunClock, SpanMs};
 
 /// The world of a real run, scaled down so a run of seconds sees many attempts.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,6 +67,8 @@ pub struct RealSettings {
     pub job_fail: f64,
     /// One-way latency of every store call.
     pub latency: SpanMs,
+    /// Calls refused, requests lost and replies lost around the store (safety phase only).
+    pub net: NetFaults,
     /// Process pauses: a draw every `pause_every`, pausing with `pause_probability` for
     /// `pause_for` (longer than a lifetime, so another replica can take the key).
     pub pause_every: SpanMs,
@@ -93,6 +95,12 @@ impl Default for RealSettings {
             step_ms: 50,
             job_fail: 0.01,
             latency: SpanMs::new(1, 10),
+            net: NetFaults {
+                reject: 0.02,
+                request_lost: 0.02,
+                reply_lost: 0.03,
+                timeout_ms: 300,
+            },
             pause_every: SpanMs::new(400, 1_500),
             pause_probability: 0.35,
             pause_for: SpanMs::new(100, 1_500),
@@ -329,8 +337,8 @@ fn applied_for(
 }
 
 /// Sends `request` for `replica`: it leaves when the process runs, crosses the drawn
-/// latency, is applied on the serial line, and its answer crosses back and is read when the
-/// process runs.
+/// latency (or is refused or lost on the way), is applied on the serial line, and its answer
+/// crosses back (or is lost, and the caller times out) and is read when the process runs.
 async fn call(replica: &Replica, request: Request) -> Answer {
     let world = &replica.world;
     let (recorder, clock) = (&world.recorder, world.clock());
@@ -339,12 +347,52 @@ async fn call(replica: &Replica, request: Request) -> Answer {
     recorder.emit_for(replica.id, EventKind::Call { call: id, request });
     let latency = world.settings().latency;
     let (out_ms, back_ms) = (latency.draw(&world.draws), latency.draw(&world.draws));
+    let (sent_ms, op, net) = (clock.elapsed_ms(), request.op(), world.settings().net);
     world.sleep_ms(out_ms).await;
-    let (connection, writers, who) = (
-        replica.connection.clone(),
-        world.writers.clone(),
+    let delivered = match net.delivery(&world.draws) {
+        Delivery::Rejected => {
+            recorder.emit_for(replica.id, EventKind::Rejected { call: id, op });
+            Some(Answer::Failed(NetFailure::Rejected))
+        }
+        Delivery::Lost => {
+            recorder.emit_for(replica.id, EventKind::RequestLost { call: id, op });
+            None
+        }
+        Delivery::Delivered => {
+            let answer = apply(replica, id, request).await;
+            let lost = net.reply_lost(&world.draws);
+            if lost {
+                recorder.emit_for(replica.id, EventKind::ReplyLost { call: id });
+            }
+            (!lost).then_some(answer)
+        }
+    };
+    let answer = match delivered {
+        Some(answer) => {
+            world.sleep_ms(back_ms).await;
+            answer
+        }
+        None => {
+            clock.sleep_until(sent_ms + net.timeout_ms).await;
+            Answer::Failed(NetFailure::Timeout)
+        }
+    };
+    replica.gate.pass(&clock).await;
+    recorder.emit_for(
         replica.id,
+        EventKind::Answered {
+            call: id,
+            op,
+            answer,
+        },
     );
+    answer
+}
+
+/// Applies `request` (call `id`) on the serial line and records what the store did.
+async fn apply(replica: &Replica, id: u64, request: Request) -> Answer {
+    let (world, who) = (&replica.world, replica.id);
+    let (connection, writers) = (replica.connection.clone(), world.writers.clone());
     let (ticket, answer) = world
         .line
         .apply(move |now_ms| {
@@ -364,25 +412,13 @@ async fn call(replica: &Replica, request: Request) -> Answer {
             }
         })
         .await;
-    recorder.recorded(ticket).await;
-    let answer = answer.unwrap_or_else(|error| {
-        let mut stats = recorder.stats();
+    world.recorder.recorded(ticket).await;
+    answer.unwrap_or_else(|error| {
+        let mut stats = world.recorder.stats();
         stats.store_errors += 1;
         stats.last_store_error = Some(error);
         Answer::Failed(NetFailure::Rejected)
-    });
-    world.sleep_ms(back_ms).await;
-    replica.gate.pass(&clock).await;
-    let op = request.op();
-    recorder.emit_for(
-        replica.id,
-        EventKind::Answered {
-            call: id,
-            op,
-            answer,
-        },
-    );
-    answer
+    })
 }
 
 /// The replica's timers (held by its pauses).
@@ -698,6 +734,7 @@ async fn phases(world: Rc<World>, replicas: Vec<Rc<Replica>>) {
     world.clock().sleep_until(duration_ms).await;
     phase(Phase::Liveness);
     world.healed.set(true);
+    world.draws.heal();
     for replica in &replicas {
         if replica.stop_called.get() && replica.stop_resolved.get() {
             replica.generation.set(replica.generation.get() + 1);
@@ -766,6 +803,11 @@ fn check(config: &RealConfig) -> Result<(), RealError> {
     if config.settings.step_ms == 0 {
         return Err(RealError::BadConfig("a job step lasts at least 1ms".into()));
     }
+    config
+        .settings
+        .net
+        .validate()
+        .map_err(RealError::BadConfig)?;
     config
         .settings
         .claim

@@ -20,8 +20,14 @@
 //!   and timers wait to be read, its `stop()` waits to be called ([`Gate`]).
 //! - *latency*: a drawn delay before a request reaches the store and before its answer reaches
 //!   the worker, so calls overlap as they do over a network.
-//! - *fault draws*: pauses, stops, latencies and schedule jitter come from one seeded stream
-//!   ([`Draws`]); the timing of a real run is not reproducible, its fault plan is.
+//! - *fault draws*: pauses, stops, latencies, schedule jitter and port faults come from one
+//!   seeded stream ([`Draws`]); the timing of a real run is not reproducible, and since
+//!   tasks draw in the order real time runs them, neither is which call a draw falls to: a
+//!   seed fixes the plan's settings and its first draws, not the run.
+//! - *port faults* ([`NetFaults`]): what the simulated network does to a call, done around
+//!   the real store call until faults heal — refused before the store, request lost (nothing
+//!   applied), reply lost after the store applied it. A lost request or reply ends in the
+//!   caller's timeout, as in a simulation.
 //!
 //! One module per system: [`retention`], [`reservations`], `holder_lock` (feature `redis`);
 //! [`record`] holds what they share (the recorder and the serial line of store calls).
@@ -67,17 +73,30 @@ impl Gate {
     }
 }
 
-/// The run's fault plan: one seeded stream of draws.
+/// The run's fault plan: one seeded stream of draws, and whether faults have healed.
 #[derive(Debug)]
 pub struct Draws {
     rng: RefCell<ChaCha8Rng>,
+    healed: Cell<bool>,
 }
 
 impl Draws {
     pub fn seeded(seed: u64) -> Draws {
         Draws {
             rng: RefCell::new(ChaCha8Rng::seed_from_u64(seed)),
+            healed: Cell::new(false),
         }
+    }
+
+    /// Switches faults off (the liveness phase): [`Draws::fault`] is false from now on.
+    pub fn heal(&self) {
+        self.healed.set(true);
+    }
+
+    /// Does a fault of probability `p` strike now? Never once healed, and then without a
+    /// draw.
+    pub fn fault(&self, p: f64) -> bool {
+        !self.healed.get() && self.coin(p)
     }
 
     /// A whole number in `min..=max` (`min` when the range is empty).
@@ -96,6 +115,82 @@ impl Draws {
     }
 }
 
+/// What happens to calls on their way to the store and back (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NetFaults {
+    /// The chance a request is refused before it reaches the store.
+    pub reject: f64,
+    /// The chance a request is lost on its way: nothing is applied.
+    pub request_lost: f64,
+    /// The chance an answer is lost after the store applied the request.
+    pub reply_lost: f64,
+    /// How long after sending a caller gives up on an answer that does not come.
+    pub timeout_ms: u64,
+}
+
+/// `refused p=0.02, request lost p=0.02, reply lost p=0.03 (timeout 300ms)`.
+impl std::fmt::Display for NetFaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "refused p={}, request lost p={}, reply lost p={} (timeout {}ms)",
+            self.reject, self.request_lost, self.reply_lost, self.timeout_ms
+        )
+    }
+}
+
+/// How a request fares on its way to the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    Delivered,
+    Rejected,
+    Lost,
+}
+
+impl NetFaults {
+    /// No port faults.
+    pub const NONE: NetFaults = NetFaults {
+        reject: 0.0,
+        request_lost: 0.0,
+        reply_lost: 0.0,
+        timeout_ms: 0,
+    };
+
+    /// Refuses probabilities outside 0..=1 and lost calls without a timeout to end them.
+    pub fn validate(&self) -> Result<(), String> {
+        let chances = [
+            ("reject", self.reject),
+            ("request_lost", self.request_lost),
+            ("reply_lost", self.reply_lost),
+        ];
+        if let Some((name, p)) = chances.iter().find(|(_, p)| !(0.0..=1.0).contains(p)) {
+            return Err(format!(
+                "port faults: {name} = {p} is not a chance in 0..=1"
+            ));
+        }
+        if self.timeout_ms == 0 && (self.request_lost > 0.0 || self.reply_lost > 0.0) {
+            return Err("port faults: lost calls need a timeout_ms above 0 to end".into());
+        }
+        Ok(())
+    }
+
+    /// Draws how a request fares (always delivered once faults heal).
+    pub fn delivery(&self, draws: &Draws) -> Delivery {
+        if draws.fault(self.reject) {
+            Delivery::Rejected
+        } else if draws.fault(self.request_lost) {
+            Delivery::Lost
+        } else {
+            Delivery::Delivered
+        }
+    }
+
+    /// Draws whether the answer of an applied request is lost.
+    pub fn reply_lost(&self, draws: &Draws) -> bool {
+        draws.fault(self.reply_lost)
+    }
+}
+
 /// A range of milliseconds, inclusive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpanMs {
@@ -110,5 +205,49 @@ impl SpanMs {
 
     pub fn draw(self, draws: &Draws) -> u64 {
         draws.range(self.min, self.max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALWAYS: NetFaults = NetFaults {
+        reject: 0.0,
+        request_lost: 1.0,
+        reply_lost: 1.0,
+        timeout_ms: 100,
+    };
+
+    #[test]
+    fn port_faults_strike_until_healed_and_then_draw_nothing() {
+        let (draws, twin) = (Draws::seeded(7), Draws::seeded(7));
+        assert_eq!(ALWAYS.delivery(&draws), Delivery::Lost);
+        assert!(ALWAYS.reply_lost(&draws));
+        draws.heal();
+        assert_eq!(ALWAYS.delivery(&draws), Delivery::Delivered);
+        assert!(!ALWAYS.reply_lost(&draws));
+        // The healed draws took nothing from the stream: the next draw is the twin's fourth
+        // (reject, request lost, reply lost were its first three).
+        (0..3).for_each(|_| {
+            twin.coin(0.5);
+        });
+        assert_eq!(draws.range(0, u64::MAX - 1), twin.range(0, u64::MAX - 1));
+    }
+
+    #[test]
+    fn port_faults_refuse_chances_out_of_range_and_lost_calls_without_a_timeout() {
+        assert_eq!(ALWAYS.validate(), Ok(()));
+        assert_eq!(NetFaults::NONE.validate(), Ok(()));
+        let too_likely = NetFaults {
+            reject: 1.5,
+            ..ALWAYS
+        };
+        assert!(too_likely.validate().unwrap_err().contains("reject = 1.5"));
+        let endless = NetFaults {
+            timeout_ms: 0,
+            ..ALWAYS
+        };
+        assert!(endless.validate().unwrap_err().contains("timeout_ms"));
     }
 }

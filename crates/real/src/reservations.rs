@@ -51,7 +51,7 @@ use reservations_worker::{
 
 use crate::record::{Line, Recorder};
 use crate::retention::{RealError, StoreTarget};
-use crate::{Draws, Gate, RunClock, SpanMs};
+use crate::{Delivery, Draws, Gate, NetFaults, RunClock, SpanMs};
 
 /// A connection the serial line's calls run on.
 pub type Connection = Box<dyn ReservationConnection + Send>;
@@ -75,8 +75,8 @@ pub struct RealSettings {
     pub malformed: f64,
     /// One-way latency of every store call.
     pub latency: SpanMs,
-    /// The chance a request is refused before it reaches the store (safety phase only).
-    pub refuse_probability: f64,
+    /// Calls refused, requests lost and replies lost around the store (safety phase only).
+    pub net: NetFaults,
     /// Each replica's clock is off the store's by up to this much, either way.
     pub skew_ms: u64,
     /// Process pauses: a draw every `pause_every`, pausing with `pause_probability` for
@@ -113,7 +113,12 @@ impl Default for RealSettings {
             race: SpanMs::new(0, 300),
             malformed: 0.03,
             latency: SpanMs::new(1, 15),
-            refuse_probability: 0.03,
+            net: NetFaults {
+                reject: 0.03,
+                request_lost: 0.02,
+                reply_lost: 0.03,
+                timeout_ms: 250,
+            },
             skew_ms: 300,
             pause_every: SpanMs::new(400, 1_500),
             pause_probability: 0.35,
@@ -281,8 +286,8 @@ fn outcome(
 }
 
 /// Sends `request` for `replica`: it leaves when the process runs, crosses the drawn
-/// latency (or is refused), is applied on the serial line, and its answer crosses back and is
-/// read when the process runs.
+/// latency (or is refused or lost on the way), is applied on the serial line, and its answer
+/// crosses back (or is lost, and the caller times out) and is read when the process runs.
 async fn call(replica: &Replica, request: Request) -> Answer {
     let world = &replica.world;
     let (recorder, clock) = (&world.recorder, world.clock());
@@ -291,32 +296,37 @@ async fn call(replica: &Replica, request: Request) -> Answer {
     recorder.emit_for(replica.id, EventKind::Call { call: id, request });
     let latency = world.settings().latency;
     let (out_ms, back_ms) = (latency.draw(&world.draws), latency.draw(&world.draws));
-    let refused = !world.healed.get() && world.draws.coin(world.settings().refuse_probability);
+    let (sent_ms, op, net) = (clock.elapsed_ms(), request.op(), world.settings().net);
     world.sleep_ms(out_ms).await;
-    let answer = if refused {
-        let op = request.op();
-        recorder.emit_for(replica.id, EventKind::Rejected { call: id, op });
-        Answer::Failed(Failure::Rejected)
-    } else {
-        let (connection, who) = (replica.connection.clone(), replica.id);
-        let (ticket, answer) = world
-            .line
-            .apply(move |now_ms| {
-                let mut connection = connection.lock().unwrap_or_else(|p| p.into_inner());
-                outcome(who, id, request, connection.apply(request, now_ms))
-            })
-            .await;
-        recorder.recorded(ticket).await;
-        answer.unwrap_or_else(|error| {
-            let mut stats = recorder.stats();
-            stats.store_errors += 1;
-            stats.last_store_error = Some(error);
-            Answer::Failed(Failure::Rejected)
-        })
+    let delivered = match net.delivery(&world.draws) {
+        Delivery::Rejected => {
+            recorder.emit_for(replica.id, EventKind::Rejected { call: id, op });
+            Some(Answer::Failed(Failure::Rejected))
+        }
+        Delivery::Lost => {
+            recorder.emit_for(replica.id, EventKind::RequestLost { call: id, op });
+            None
+        }
+        Delivery::Delivered => {
+            let answer = apply(replica, id, request).await;
+            let lost = net.reply_lost(&world.draws);
+            if lost {
+                recorder.emit_for(replica.id, EventKind::ReplyLost { call: id });
+            }
+            (!lost).then_some(answer)
+        }
     };
-    world.sleep_ms(back_ms).await;
+    let answer = match delivered {
+        Some(answer) => {
+            world.sleep_ms(back_ms).await;
+            answer
+        }
+        None => {
+            clock.sleep_until(sent_ms + net.timeout_ms).await;
+            Answer::Failed(Failure::Timeout)
+        }
+    };
     replica.gate.pass(&clock).await;
-    let op = request.op();
     recorder.emit_for(
         replica.id,
         EventKind::Answered {
@@ -326,6 +336,26 @@ async fn call(replica: &Replica, request: Request) -> Answer {
         },
     );
     answer
+}
+
+/// Applies `request` (call `id`) on the serial line and records what the store did.
+async fn apply(replica: &Replica, id: u64, request: Request) -> Answer {
+    let (world, who) = (&replica.world, replica.id);
+    let connection = replica.connection.clone();
+    let (ticket, answer) = world
+        .line
+        .apply(move |now_ms| {
+            let mut connection = connection.lock().unwrap_or_else(|p| p.into_inner());
+            outcome(who, id, request, connection.apply(request, now_ms))
+        })
+        .await;
+    world.recorder.recorded(ticket).await;
+    answer.unwrap_or_else(|error| {
+        let mut stats = world.recorder.stats();
+        stats.store_errors += 1;
+        stats.last_store_error = Some(error);
+        Answer::Failed(Failure::Rejected)
+    })
 }
 
 /// The replica's store port on the real store (both [`Store`] and the primitives).
@@ -765,6 +795,7 @@ fn start_safety(world: &Rc<World>, replicas: &[Rc<Replica>]) {
 /// Heals faults and restarts every replica whose stop resolved with a fresh worker.
 fn start_liveness(world: &World, replicas: &[Rc<Replica>]) {
     world.healed.set(true);
+    world.draws.heal();
     for replica in replicas {
         if replica.stop_called.get() && replica.stop_resolved.get() {
             replica.generation.set(replica.generation.get() + 1);
@@ -851,6 +882,11 @@ fn check(config: &RealConfig) -> Result<(), RealError> {
             leasesim_reservations::events::MAX_BATCH
         )));
     }
+    config
+        .settings
+        .net
+        .validate()
+        .map_err(RealError::BadConfig)?;
     config
         .settings
         .worker

@@ -37,7 +37,7 @@ use retention_worker::{
     Clock, Lease, Leases, Notify, PortError, Records, RetentionWorker, WorkerConfig,
 };
 
-use crate::{Draws, Gate, RunClock, SpanMs};
+use crate::{Delivery, Draws, Gate, NetFaults, RunClock, SpanMs};
 
 /// A connection a replica's thread-pool calls run on.
 pub type Connection = Box<dyn RetentionConnection + Send>;
@@ -75,6 +75,8 @@ pub struct RealSettings {
     /// One-way latency of lease calls and of deletes.
     pub lease_latency: SpanMs,
     pub delete_latency: SpanMs,
+    /// Calls refused, requests lost and replies lost around the store (safety phase only).
+    pub net: NetFaults,
     /// Process pauses: a draw every `pause_every`, pausing with `pause_probability` for
     /// `pause_for` (longer than a lease lifetime, so a rival can take over).
     pub pause_every: SpanMs,
@@ -102,6 +104,12 @@ impl Default for RealSettings {
             run_every: SpanMs::new(50, 250),
             lease_latency: SpanMs::new(1, 8),
             delete_latency: SpanMs::new(10, 50),
+            net: NetFaults {
+                reject: 0.02,
+                request_lost: 0.02,
+                reply_lost: 0.03,
+                timeout_ms: 300,
+            },
             pause_every: SpanMs::new(400, 1_500),
             pause_probability: 0.35,
             pause_for: SpanMs::new(100, 1_500),
@@ -328,9 +336,9 @@ impl Clock for RealClock {
 }
 
 /// Sends `request` on `connection`: the request leaves when the process runs, crosses the
-/// drawn latency, is applied in one transaction on a pool thread (one store call of the run at
-/// a time, recorded in commit order), and its answer crosses back and is read when the
-/// process runs.
+/// drawn latency (or is refused or lost on the way), is applied in one transaction on a pool
+/// thread (one store call of the run at a time, recorded in commit order), and its answer
+/// crosses back (or is lost, and the caller times out) and is read when the process runs.
 async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: Request) -> Answer {
     let recorder = &replica.recorder;
     let clock = recorder.clock;
@@ -342,18 +350,68 @@ async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: R
         _ => replica.settings.lease_latency,
     };
     let (out_ms, back_ms) = (latency.draw(&replica.draws), latency.draw(&replica.draws));
+    let (sent_ms, op, net) = (clock.elapsed_ms(), request.op(), replica.settings.net);
     tokio::time::sleep(std::time::Duration::from_millis(out_ms)).await;
+    let delivered = match net.delivery(&replica.draws) {
+        Delivery::Rejected => {
+            recorder.emit_for(replica.id, EventKind::Rejected { call: id, op });
+            Some(Answer::Failed(Failure::Rejected))
+        }
+        Delivery::Lost => {
+            recorder.emit_for(replica.id, EventKind::RequestLost { call: id, op });
+            None
+        }
+        Delivery::Delivered => {
+            let answer = apply(replica, connection, id, request).await;
+            let lost = net.reply_lost(&replica.draws);
+            if lost {
+                recorder.emit_for(replica.id, EventKind::ReplyLost { call: id });
+            }
+            (!lost).then_some(answer)
+        }
+    };
+    let answer = match delivered {
+        Some(answer) => {
+            tokio::time::sleep(std::time::Duration::from_millis(back_ms)).await;
+            answer
+        }
+        None => {
+            clock.sleep_until(sent_ms + net.timeout_ms).await;
+            Answer::Failed(Failure::Timeout)
+        }
+    };
+    replica.gate.pass(&clock).await;
+    recorder.emit_for(
+        replica.id,
+        EventKind::Answered {
+            call: id,
+            op,
+            answer,
+        },
+    );
+    answer
+}
+
+/// Applies `request` (call `id`) in one transaction and records what the store did.
+async fn apply(
+    replica: &Replica,
+    connection: &Arc<Mutex<Connection>>,
+    id: u64,
+    request: Request,
+) -> Answer {
+    let recorder = &replica.recorder;
+    let clock = recorder.clock;
     let (connection, owner_id) = (connection.clone(), replica.id.owner_id());
     // The checkers replay the store's history: hold the line from the store's time read to
     // the `Applied` event, so two replicas' calls are recorded in the order they committed.
-    let line = recorder.store_line.lock().await;
+    let _line = recorder.store_line.lock().await;
     let applied = tokio::task::spawn_blocking(move || {
         let mut connection = connection.lock().unwrap_or_else(|p| p.into_inner());
         leasesim_stores::retention::apply(&mut **connection, &owner_id, request, clock.now_ms())
     })
     .await
     .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()));
-    let answer = match applied {
+    match applied {
         Ok((applied, answer)) => {
             recorder.emit_for(replica.id, EventKind::Applied { call: id, applied });
             answer
@@ -367,20 +425,7 @@ async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: R
             recorder.emit_for(replica.id, EventKind::Rejected { call: id, op });
             Answer::Failed(Failure::Rejected)
         }
-    };
-    drop(line);
-    tokio::time::sleep(std::time::Duration::from_millis(back_ms)).await;
-    replica.gate.pass(&clock).await;
-    let op = request.op();
-    recorder.emit_for(
-        replica.id,
-        EventKind::Answered {
-            call: id,
-            op,
-            answer,
-        },
-    );
-    answer
+    }
 }
 
 fn port_error(failure: Failure, token: u64) -> PortError {
@@ -755,6 +800,7 @@ fn start_safety(world: &Rc<World>) {
 /// Heals faults and restarts every replica whose stop resolved with a fresh worker.
 fn start_liveness(world: &Rc<World>) {
     world.healed.set(true);
+    world.draws.heal();
     for replica in &world.replicas {
         if replica.stop_called.get() && replica.stop_resolved.get() {
             replica.generation.set(replica.generation.get() + 1);
@@ -848,6 +894,11 @@ fn check(config: &RealConfig) -> Result<(), RealError> {
             "a run's duration is at least 100ms".into(),
         ));
     }
+    config
+        .settings
+        .net
+        .validate()
+        .map_err(RealError::BadConfig)?;
     config
         .settings
         .worker

@@ -1,8 +1,16 @@
 //! Real runs of the retention worker against SQLite, judged by the retention checkers.
 
+use leasesim_events::{EventKind, Phase};
+use leasesim_real::NetFaults;
 use leasesim_real::retention::{RealConfig, RealReport, RealSettings, StoreTarget, run};
+use leasesim_retention::checkers::Situation;
+use leasesim_retention::events::{Event, Retention};
 
 fn real_run(worker: &str, seed: u64, duration_ms: u64) -> RealReport {
+    real_run_with(worker, seed, duration_ms, RealSettings::default())
+}
+
+fn real_run_with(worker: &str, seed: u64, duration_ms: u64, settings: RealSettings) -> RealReport {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let config = RealConfig {
         target: StoreTarget::Sqlite {
@@ -13,7 +21,7 @@ fn real_run(worker: &str, seed: u64, duration_ms: u64) -> RealReport {
         duration_ms,
         liveness_ms: 3_000,
         seed,
-        settings: RealSettings::default(),
+        settings,
         keep_events: true,
     };
     let report = run(&config).unwrap_or_else(|e| panic!("{e}"));
@@ -52,5 +60,67 @@ fn a_defective_worker_is_caught_in_a_real_run() {
         violation.invariant.to_string(),
         "release-latest",
         "{violation}"
+    );
+}
+
+#[test]
+#[ignore = "real time on tokio against a real store: .ci/run runs it on its own, not in the default run"]
+fn port_faults_strike_real_calls_until_faults_heal() {
+    let settings = RealSettings {
+        net: NetFaults {
+            reject: 0.2,
+            request_lost: 0.2,
+            reply_lost: 0.4,
+            timeout_ms: 300,
+        },
+        ..RealSettings::default()
+    };
+    let report = real_run_with("correct", 2, 2_000, settings);
+    assert_eq!(report.violation, None, "{}", report.verdict_line());
+    assert!(
+        report.coverage.contains(Situation::ReplyLostAfterApply),
+        "{:?}",
+        report.coverage.iter().collect::<Vec<_>>()
+    );
+    let healed = report
+        .events
+        .iter()
+        .position(|e| e.event.kind == EventKind::Phase(Phase::Liveness))
+        .expect("the run reached its liveness phase");
+    let fault = |kind: &EventKind<Retention>| {
+        matches!(
+            kind,
+            EventKind::Rejected { .. }
+                | EventKind::RequestLost { .. }
+                | EventKind::ReplyLost { .. }
+        )
+    };
+    let (before, after) = report.events.split_at(healed);
+    let kinds: Vec<_> = before.iter().filter(|e| fault(&e.event.kind)).collect();
+    for wanted in ["Rejected", "RequestLost", "ReplyLost"] {
+        let seen = kinds
+            .iter()
+            .any(|e| format!("{:?}", e.event.kind).starts_with(wanted));
+        assert!(seen, "no {wanted} before faults healed");
+    }
+    // A call sent before healing may still be lost or refused after it: only calls sent
+    // after the liveness phase began are certain to go through.
+    let sent_after: Vec<u64> = after
+        .iter()
+        .filter_map(|e| match e.event.kind {
+            EventKind::Call { call, .. } => Some(call),
+            _ => None,
+        })
+        .collect();
+    let struck = |e: &&leasesim_events::Stamped<Event>| match e.event.kind {
+        EventKind::Rejected { call, .. }
+        | EventKind::RequestLost { call, .. }
+        | EventKind::ReplyLost { call } => sent_after.contains(&call),
+        _ => false,
+    };
+    assert_eq!(
+        after.iter().filter(struck).count(),
+        0,
+        "a fault after healing"
     );
 }

@@ -289,6 +289,7 @@ fn print_header(config: &RealConfig, args: &RealArgs) {
         s.delete_latency.min,
         s.delete_latency.max
     );
+    println!("calls:    {}", s.net);
 }
 
 fn print_run(seed: u64, report: &RealReport, several: bool) {

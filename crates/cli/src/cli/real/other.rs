@@ -130,7 +130,7 @@ fn described(settings: &reservations::RealSettings) -> String {
     format!(
         "batch {}, claim {}ms, idle {}+{}ms, retry {}..{}ms x{}; agents place every {}..{}ms, \
          holds {}..{}ms, consume p={} (at the deadline {}), malformed p={}; latency {}..{}ms; \
-         skew up to {}ms; refusals p={}",
+         skew up to {}ms; calls {}",
         w.batch_size,
         w.claim_for_ms,
         w.idle_ms,
@@ -148,7 +148,7 @@ fn described(settings: &reservations::RealSettings) -> String {
         settings.latency.min,
         settings.latency.max,
         settings.skew_ms,
-        settings.refuse_probability
+        settings.net.reject
     )
 }
 
@@ -196,7 +196,7 @@ pub(super) fn holder_lock(args: &RealArgs) -> Result<i32, UsageError> {
     let settings = holder_lock::RealSettings::default();
     let described = format!(
         "lifetime {}ms, renew every {:?}ms; jobs {}..{}ms ({} of them {}..{}ms), a step every \
-         {}ms, step failure p={}; latency {}..{}ms",
+         {}ms, step failure p={}; latency {}..{}ms; calls {}",
         settings.claim.lifetime_ms,
         settings.claim.renew_every_ms,
         settings.job.min,
@@ -207,7 +207,8 @@ pub(super) fn holder_lock(args: &RealArgs) -> Result<i32, UsageError> {
         settings.step_ms,
         settings.job_fail,
         settings.latency.min,
-        settings.latency.max
+        settings.latency.max,
+        settings.net
     );
     header(args, "redis (a fresh namespace per run)", &described);
     repeat(args, |seed, keep_events| {
