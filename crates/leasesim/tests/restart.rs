@@ -54,17 +54,25 @@ fn the_replaced_workers_driver_starts_no_term_after_the_restart() {
         .iter()
         .position(|e| e.event.kind == EventKind::Restarted)
         .expect("the stopped replica is restarted");
-    // After the restart, terms are numbered afresh by the new driver: term 1 comes first.
-    let first_term = report.events[restarted..]
+    // After the restart, terms are numbered afresh by the new driver: the terms started are
+    // 1, 2, 3, ... and every term that ends is one of them (the old driver's run() of its
+    // stopped worker would end a term of the old numbering, which nothing started).
+    let notes = report.events[restarted..]
         .iter()
-        .find_map(|e| match e.event.kind {
-            EventKind::Note(Note::TermStarted { term }) => Some(term),
+        .filter_map(|e| match e.event.kind {
+            EventKind::Note(Note::TermStarted { term }) => Some((true, term)),
+            EventKind::Note(Note::TermEnded { term, .. }) => Some((false, term)),
             _ => None,
         });
+    let (started, ended): (Vec<_>, Vec<_>) = notes.partition(|(start, _)| *start);
+    let started: Vec<u32> = started.into_iter().map(|(_, term)| term).collect();
+    assert!(!started.is_empty(), "the new driver started no term");
+    let fresh: Vec<u32> = (1..=started.len() as u32).collect();
     assert_eq!(
-        first_term,
-        Some(1),
+        started, fresh,
         "an old driver started a term after the restart"
     );
+    let stray = ended.iter().find(|(_, term)| !started.contains(term));
+    assert_eq!(stray, None, "an old driver ended a term after the restart");
     assert!(report.outcome.is_pass(), "{}", report.outcome.sentence());
 }
