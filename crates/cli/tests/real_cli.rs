@@ -84,7 +84,11 @@ fn bad_input_is_refused_with_exit_2_before_any_run() {
         (&["--worker", "nope"], "unknown worker `nope`"),
         (&["--system", "nope"], "unknown system `nope`"),
         (&["--duration", "soon"], "soon"),
-        (&["--duration", "50ms"], "at least 100ms"),
+        // The command's own check names the flag (the library's refusal would not).
+        (
+            &["--duration", "50ms"],
+            "for --duration: a real run's safety phase lasts at least",
+        ),
         (
             &["--db", "/nonexistent-dir/run.db"],
             "cannot set up the store",
