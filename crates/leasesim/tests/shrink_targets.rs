@@ -1,5 +1,6 @@
-//! Issue 11's shrinking target: the first failure of every single-defect worker shrinks to at
-//! most 25 events, and the shrunk choices file replays that run from its text alone.
+//! The shrinking target: the first failure of every single-defect worker shrinks to at most
+//! 25 events, with choices no single zeroing makes smaller, and the shrunk choices file
+//! replays that run from its text alone.
 //!
 //! The (scenario, seed) pairs are the first `FAIL` lines of
 //! `leasesim fuzz --scenario all --worker NAME --seeds 200 --no-failure-db --jobs 1`, one per
@@ -92,6 +93,26 @@ fn every_single_defect_workers_first_failure_shrinks_to_at_most_25_events() {
         };
         if events > bound {
             too_big.push(format!("{worker}: {events} events"));
+        }
+
+        // The choice passes reached their fixpoint: zeroing any one choice that is not zero
+        // gives no run that fails the same way and is as small.
+        let values: Vec<u64> = report.choices.iter().map(|c| c.value).collect();
+        for at in (0..values.len()).filter(|&at| values[at] > 0) {
+            let mut zeroed = values.clone();
+            zeroed[at] = 0;
+            let tried = run(&RunSpec {
+                scenario: shrunk.scenario.clone(),
+                record_choices: true,
+                ..spec(worker, scenario, Feed::Replay(zeroed))
+            });
+            let as_small = (tried.stats.events, tried.choices.len()) <= (events, values.len());
+            assert!(
+                tried.outcome.label() != label || !as_small,
+                "{worker}: zeroing choice {at} of {} still fails in {} events",
+                values.len(),
+                tried.stats.events
+            );
         }
 
         // The saved file alone (its overrides and values) replays the same run.
