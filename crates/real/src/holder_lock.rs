@@ -34,7 +34,7 @@ use holder_lock_worker::{
     AttemptEnd, AttemptReport, ClaimConfig, Clock, HolderToken, Job, JobError, JobRunner, Removal,
     Renewal, RunError, Store, StoreError, TokenSource,
 };
-use leasesim_events::{EventKind, NetFailure, Phase, ReplicaId};
+use leasesim_events::{EventKind, NetFailure, ReplicaId};
 use leasesim_holder_lock::checkers::{CheckConfig, Coverage, Invariant, Situation, checker_set};
 use leasesim_holder_lock::defects::DEFECTS;
 use leasesim_holder_lock::defects::engine::Engine;
@@ -47,9 +47,10 @@ use leasesim_stores::StoreError as AdapterError;
 use leasesim_stores::holder_lock::{ClaimSetup, ClaimStoreKind};
 use leasesim_stores::redis::holder_lock::{Observed, RedisConnection, RedisStore};
 
+use crate::phases::{Process, ProcessFaults, RealRun, run_phases};
 use crate::record::{Line, Recorder};
 use crate::retention::RealError;
-use crate::{Delivery, Draws, Gate, NetFaults, RunClock, SpanMs};
+use crate::{Delivery, Draws, NetFaults, RunClock, SpanMs};
 
 /// The world of a real run, scaled down so a run of seconds sees many attempts.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,15 +70,10 @@ pub struct RealSettings {
     pub latency: SpanMs,
     /// Calls refused, requests lost and replies lost around the store (safety phase only).
     pub net: NetFaults,
-    /// Process pauses: a draw every `pause_every`, pausing with `pause_probability` for
-    /// `pause_for` (longer than a lifetime, so another replica can take the key).
-    pub pause_every: SpanMs,
-    pub pause_probability: f64,
-    pub pause_for: SpanMs,
-    pub stop_probability: f64,
-    /// Once faults heal, how long an attempt may run; how long shutdown waits for stops.
+    /// Pauses (each longer than a lifetime, so another replica can take the key), stops, and shutdown's bound.
+    pub process: ProcessFaults,
+    /// Once faults heal, how long an attempt may run.
     pub attempt_bound_ms: u64,
-    pub stop_bound_ms: u64,
 }
 
 impl Default for RealSettings {
@@ -101,12 +97,8 @@ impl Default for RealSettings {
                 reply_lost: 0.03,
                 timeout_ms: 300,
             },
-            pause_every: SpanMs::new(400, 1_500),
-            pause_probability: 0.35,
-            pause_for: SpanMs::new(100, 1_500),
-            stop_probability: 0.4,
+            process: ProcessFaults::DEFAULT,
             attempt_bound_ms: 5_000,
-            stop_bound_ms: 5_000,
         }
     }
 }
@@ -202,7 +194,6 @@ struct World {
     writers: Writers,
     /// Token draws so far (the low half of every fresh token).
     serial: Cell<u32>,
-    healed: Cell<bool>,
     changed: retention_worker::Notify,
 }
 
@@ -223,12 +214,9 @@ impl World {
 /// One replica of the run.
 struct Replica {
     id: ReplicaId,
-    gate: Gate,
+    process: Process,
     world: Rc<World>,
     connection: Arc<Mutex<RedisConnection>>,
-    generation: Cell<u32>,
-    stop_called: Cell<bool>,
-    stop_resolved: Cell<bool>,
     worker: RefCell<Option<Rc<dyn RealWorker>>>,
 }
 
@@ -342,7 +330,7 @@ fn applied_for(
 async fn call(replica: &Replica, request: Request) -> Answer {
     let world = &replica.world;
     let (recorder, clock) = (&world.recorder, world.clock());
-    replica.gate.pass(&clock).await;
+    replica.process.gate.pass(&clock).await;
     let id = recorder.call_id();
     recorder.emit_for(replica.id, EventKind::Call { call: id, request });
     let latency = world.settings().latency;
@@ -377,7 +365,7 @@ async fn call(replica: &Replica, request: Request) -> Answer {
             Answer::Failed(NetFailure::Timeout)
         }
     };
-    replica.gate.pass(&clock).await;
+    replica.process.gate.pass(&clock).await;
     recorder.emit_for(
         replica.id,
         EventKind::Answered {
@@ -446,7 +434,7 @@ impl Clock for RealClock {
                 .recorder
                 .emit_for(replica.id, EventKind::TimerSet { duration_ms: ms });
             world.sleep_ms(ms).await;
-            replica.gate.pass(&world.clock()).await;
+            replica.process.gate.pass(&world.clock()).await;
         }
     }
 }
@@ -581,7 +569,7 @@ impl Job for RealJob {
             let step_ms = left_ms.min(settings.step_ms);
             left_ms -= step_ms;
             world.sleep_ms(step_ms).await;
-            replica.gate.pass(&world.clock()).await;
+            replica.process.gate.pass(&world.clock()).await;
             if world.draws.coin(settings.job_fail) {
                 note(Note::JobFailed { step });
                 return Err(JobError {
@@ -641,13 +629,60 @@ fn build_worker(name: &str, replica: &Rc<Replica>) -> Option<Rc<dyn RealWorker>>
     Some(Rc::new(Engine::new(config, ports, flaws).ok()?))
 }
 
-/// Installs a fresh worker on `replica` and starts its driver.
-fn start_worker(replica: &Rc<Replica>) {
-    let name = &replica.world.config.worker;
-    let worker = build_worker(name, replica).expect("checked before the run");
-    *replica.worker.borrow_mut() = Some(worker.clone());
-    let generation = replica.generation.get();
-    tokio::task::spawn_local(drive(replica.clone(), worker, generation));
+/// The run as the shared phases drive it: the world and its replicas.
+struct Run {
+    world: Rc<World>,
+    replicas: Vec<Rc<Replica>>,
+}
+
+impl RealRun for Run {
+    type V = HolderLock;
+
+    fn clock(&self) -> RunClock {
+        self.world.clock()
+    }
+
+    fn draws(&self) -> &Draws {
+        &self.world.draws
+    }
+
+    fn emit(&self, event: Event) {
+        self.world.recorder.emit(event);
+    }
+
+    fn phases_ms(&self) -> (u64, u64) {
+        (self.world.config.duration_ms, self.world.config.liveness_ms)
+    }
+
+    fn process_faults(&self) -> ProcessFaults {
+        self.world.settings().process
+    }
+
+    fn replicas(&self) -> usize {
+        self.replicas.len()
+    }
+
+    fn process(&self, replica: usize) -> &Process {
+        &self.replicas[replica].process
+    }
+
+    fn changed(&self) -> &retention_worker::Notify {
+        &self.world.changed
+    }
+
+    fn start_worker(run: &Rc<Run>, replica: usize) {
+        let replica = &run.replicas[replica];
+        let name = &replica.world.config.worker;
+        let worker = build_worker(name, replica).expect("checked before the run");
+        *replica.worker.borrow_mut() = Some(worker.clone());
+        let generation = replica.process.generation();
+        tokio::task::spawn_local(drive(replica.clone(), worker, generation));
+    }
+
+    fn stop_worker(&self, replica: usize) -> Option<LocalBoxFuture<'static, ()>> {
+        let worker = self.replicas[replica].worker.borrow().clone()?;
+        Some(Box::pin(async move { worker.stop().await }))
+    }
 }
 
 /// Calls `run()` on a jittered schedule, recording each attempt, until an attempt reports
@@ -658,8 +693,8 @@ async fn drive(replica: Rc<Replica>, worker: Rc<dyn RealWorker>, generation: u32
         world
             .sleep_ms(world.settings().run_every.draw(&world.draws))
             .await;
-        replica.gate.pass(&world.clock()).await;
-        if replica.generation.get() != generation {
+        replica.process.gate.pass(&world.clock()).await;
+        if replica.process.replaced_since(generation) {
             return;
         }
         let started = Event::note_of(replica.id, Note::AttemptStarted { attempt });
@@ -672,102 +707,6 @@ async fn drive(replica: Rc<Replica>, worker: Rc<dyn RealWorker>, generation: u32
             return;
         }
     }
-}
-
-/// Calls `stop()` on `replica`'s worker once its process runs, and records it.
-async fn stop_now(replica: Rc<Replica>) {
-    let Some(worker) = replica.worker.borrow().clone() else {
-        return;
-    };
-    let world = &replica.world;
-    replica.gate.pass(&world.clock()).await;
-    replica.stop_called.set(true);
-    replica.stop_resolved.set(false);
-    world.recorder.emit_for(replica.id, EventKind::StopCalled);
-    worker.stop().await;
-    replica.stop_resolved.set(true);
-    world.recorder.emit_for(replica.id, EventKind::StopResolved);
-    world.changed.notify_all();
-}
-
-/// Pauses `replica`'s process now and then, until faults heal.
-async fn pauser(replica: Rc<Replica>) {
-    let world = &replica.world;
-    let settings = world.settings().clone();
-    loop {
-        world
-            .sleep_ms(settings.pause_every.draw(&world.draws))
-            .await;
-        if world.healed.get() {
-            return;
-        }
-        if world.draws.coin(settings.pause_probability) {
-            let until_ms = world.clock().elapsed_ms() + settings.pause_for.draw(&world.draws);
-            replica.gate.pause_until(until_ms);
-            world
-                .recorder
-                .emit_for(replica.id, EventKind::Paused { until_ms });
-            world.clock().sleep_until(until_ms).await;
-            world.recorder.emit_for(replica.id, EventKind::Resumed);
-        }
-    }
-}
-
-async fn stopper(replica: Rc<Replica>, at_ms: u64) {
-    replica.world.clock().sleep_until(at_ms).await;
-    stop_now(replica).await;
-}
-
-/// The whole run, phase by phase.
-async fn phases(world: Rc<World>, replicas: Vec<Rc<Replica>>) {
-    let (duration_ms, liveness_ms) = (world.config.duration_ms, world.config.liveness_ms);
-    let phase = |phase| world.recorder.emit(Event::world(EventKind::Phase(phase)));
-    phase(Phase::Safety);
-    for replica in &replicas {
-        start_worker(replica);
-        tokio::task::spawn_local(pauser(replica.clone()));
-        if world.draws.coin(world.settings().stop_probability) {
-            let at_ms = world.draws.range(duration_ms / 4, duration_ms * 3 / 4);
-            tokio::task::spawn_local(stopper(replica.clone(), at_ms));
-        }
-    }
-    world.clock().sleep_until(duration_ms).await;
-    phase(Phase::Liveness);
-    world.healed.set(true);
-    world.draws.heal();
-    for replica in &replicas {
-        if replica.stop_called.get() && replica.stop_resolved.get() {
-            replica.generation.set(replica.generation.get() + 1);
-            replica.stop_called.set(false);
-            world.recorder.emit_for(replica.id, EventKind::Restarted);
-            start_worker(replica);
-        }
-    }
-    world.clock().sleep_until(duration_ms + liveness_ms).await;
-    phase(Phase::Shutdown);
-    shutdown(&world, &replicas).await;
-    phase(Phase::End);
-}
-
-/// Stops every replica not stopped yet and waits (bounded) for every stop to return.
-async fn shutdown(world: &World, replicas: &[Rc<Replica>]) {
-    for replica in replicas {
-        if !replica.stop_called.get() {
-            tokio::task::spawn_local(stop_now(replica.clone()));
-        }
-    }
-    let deadline_ms = world.clock().elapsed_ms() + world.settings().stop_bound_ms;
-    let all_resolved = || {
-        replicas
-            .iter()
-            .all(|r| r.stop_called.get() && r.stop_resolved.get())
-    };
-    let resolved = world.changed.wait_until(all_resolved);
-    let _ = select(
-        std::pin::pin!(resolved),
-        std::pin::pin!(world.clock().sleep_until(deadline_ms)),
-    )
-    .await;
 }
 
 /// Invariants a real run on Redis cannot judge honestly: those that compare two instants to
@@ -854,21 +793,18 @@ pub fn run(config: &RealConfig) -> Result<RealReport, RealError> {
         config: config.clone(),
         writers: Writers::default(),
         serial: Cell::new(0),
-        healed: Cell::new(false),
         changed: retention_worker::Notify::new(),
     });
     let replicas: Vec<Rc<Replica>> = connections
         .into_iter()
         .enumerate()
         .map(|(index, connection)| {
+            let id = ReplicaId(u16::try_from(index).expect("at most u16::MAX replicas"));
             Rc::new(Replica {
-                id: ReplicaId(u16::try_from(index).expect("at most u16::MAX replicas")),
-                gate: Gate::default(),
+                id,
+                process: Process::new(id),
                 world: world.clone(),
                 connection: Arc::new(Mutex::new(connection)),
-                generation: Cell::new(0),
-                stop_called: Cell::new(false),
-                stop_resolved: Cell::new(false),
                 worker: RefCell::new(None),
             })
         })
@@ -877,7 +813,11 @@ pub fn run(config: &RealConfig) -> Result<RealReport, RealError> {
         let pump = recorder.clone();
         tokio::task::spawn_local(async move { pump.pump(queue).await });
         let halted = recorder.changed.wait_until(|| recorder.halted());
-        let phases = phases(world.clone(), replicas.clone());
+        let run = Rc::new(Run {
+            world: world.clone(),
+            replicas: replicas.clone(),
+        });
+        let phases = run_phases(run);
         match select(std::pin::pin!(phases), std::pin::pin!(halted)).await {
             Either::Left(((), _)) | Either::Right(((), _)) => clock.elapsed_ms(),
         }

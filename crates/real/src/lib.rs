@@ -30,7 +30,8 @@
 //!   caller's timeout, as in a simulation.
 //!
 //! One module per system: [`retention`], [`reservations`], `holder_lock` (feature `redis`);
-//! [`record`] holds what they share (the recorder and the serial line of store calls).
+//! [`phases`] and [`record`] hold what they share (the phases, pauses, stops and shutdown; the
+//! recorder and the serial line of store calls).
 
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
@@ -38,6 +39,7 @@ use std::cell::{Cell, RefCell};
 
 #[cfg(feature = "redis")]
 pub mod holder_lock;
+pub mod phases;
 pub mod record;
 pub mod reservations;
 pub mod retention;
@@ -91,6 +93,11 @@ impl Draws {
     /// Switches faults off (the liveness phase): [`Draws::fault`] is false from now on.
     pub fn heal(&self) {
         self.healed.set(true);
+    }
+
+    /// Have faults healed?
+    pub fn healed(&self) -> bool {
+        self.healed.get()
     }
 
     /// Does a fault of probability `p` strike now? Never once healed, and then without a

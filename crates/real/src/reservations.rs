@@ -30,7 +30,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use futures::future::{Either, LocalBoxFuture, select};
-use leasesim_events::{EventKind, Phase, ReplicaId};
+use leasesim_events::{EventKind, ReplicaId};
 use leasesim_invariants::{SituationSet, Violation};
 use leasesim_reservations::checkers::{CheckConfig, Coverage, Invariant, Situation, checker_set};
 use leasesim_reservations::defects::engine::Engine;
@@ -49,9 +49,10 @@ use reservations_worker::{
     WorkerConfig,
 };
 
+use crate::phases::{Process, ProcessFaults, RealRun, run_phases};
 use crate::record::{Line, Recorder};
 use crate::retention::{RealError, StoreTarget};
-use crate::{Delivery, Draws, Gate, NetFaults, RunClock, SpanMs};
+use crate::{Delivery, Draws, NetFaults, RunClock, SpanMs};
 
 /// A connection the serial line's calls run on.
 pub type Connection = Box<dyn ReservationConnection + Send>;
@@ -79,16 +80,10 @@ pub struct RealSettings {
     pub net: NetFaults,
     /// Each replica's clock is off the store's by up to this much, either way.
     pub skew_ms: u64,
-    /// Process pauses: a draw every `pause_every`, pausing with `pause_probability` for
-    /// `pause_for` (longer than a claim, so another worker can take the holds over).
-    pub pause_every: SpanMs,
-    pub pause_probability: f64,
-    pub pause_for: SpanMs,
-    /// The chance that a replica is stopped at a drawn instant of the safety phase.
-    pub stop_probability: f64,
-    /// Once faults heal, how long a due hold may stay held; how long shutdown waits for stops.
+    /// Pauses (each longer than a claim, so another worker can take the holds over), stops, and shutdown's bound.
+    pub process: ProcessFaults,
+    /// Once faults heal, how long a due hold may stay held.
     pub due_bound_ms: u64,
-    pub stop_bound_ms: u64,
 }
 
 impl Default for RealSettings {
@@ -120,12 +115,8 @@ impl Default for RealSettings {
                 timeout_ms: 250,
             },
             skew_ms: 300,
-            pause_every: SpanMs::new(400, 1_500),
-            pause_probability: 0.35,
-            pause_for: SpanMs::new(100, 1_500),
-            stop_probability: 0.4,
+            process: ProcessFaults::DEFAULT,
             due_bound_ms: 3_000,
-            stop_bound_ms: 5_000,
         }
     }
 }
@@ -215,15 +206,11 @@ type Rec = Recorder<Reservations, leasesim_reservations::checkers::AnyChecker, C
 /// One replica of the run.
 struct Replica {
     id: ReplicaId,
-    gate: Gate,
+    process: Process,
     /// This replica's clock minus the store's.
     skew_ms: i64,
     world: Rc<World>,
     connection: Arc<Mutex<Connection>>,
-    /// Bumped when a fresh worker replaces a stopped one; an older driver then ends.
-    generation: Cell<u32>,
-    stop_called: Cell<bool>,
-    stop_resolved: Cell<bool>,
     worker: RefCell<Option<Rc<dyn RealWorker>>>,
 }
 
@@ -246,7 +233,6 @@ struct World {
     deadlines: RefCell<BTreeMap<u32, u64>>,
     /// The last claim token handed out.
     last_token: Cell<u64>,
-    healed: Cell<bool>,
     /// Woken when a stop resolves.
     changed: retention_worker::Notify,
 }
@@ -291,7 +277,7 @@ fn outcome(
 async fn call(replica: &Replica, request: Request) -> Answer {
     let world = &replica.world;
     let (recorder, clock) = (&world.recorder, world.clock());
-    replica.gate.pass(&clock).await;
+    replica.process.gate.pass(&clock).await;
     let id = recorder.call_id();
     recorder.emit_for(replica.id, EventKind::Call { call: id, request });
     let latency = world.settings().latency;
@@ -326,7 +312,7 @@ async fn call(replica: &Replica, request: Request) -> Answer {
             Answer::Failed(Failure::Timeout)
         }
     };
-    replica.gate.pass(&clock).await;
+    replica.process.gate.pass(&clock).await;
     recorder.emit_for(
         replica.id,
         EventKind::Answered {
@@ -547,7 +533,7 @@ impl Clock for RealClock {
             let timer = EventKind::TimerSet { duration_ms };
             world.recorder.emit_for(replica.id, timer);
             world.sleep_ms(duration_ms).await;
-            replica.gate.pass(&world.clock()).await;
+            replica.process.gate.pass(&world.clock()).await;
         }
     }
 }
@@ -707,13 +693,65 @@ async fn agents(world: Rc<World>) {
     }
 }
 
-/// Installs a fresh worker on `replica` and starts its driver.
-fn start_worker(replica: &Rc<Replica>) {
-    let name = &replica.world.config.worker;
-    let worker = build_worker(name, replica).expect("checked before the run");
-    *replica.worker.borrow_mut() = Some(worker.clone());
-    let generation = replica.generation.get();
-    tokio::task::spawn_local(drive(replica.clone(), worker, generation));
+/// The run as the shared phases drive it: the world, its agents and its replicas.
+struct Run {
+    world: Rc<World>,
+    replicas: Vec<Rc<Replica>>,
+}
+
+impl RealRun for Run {
+    type V = Reservations;
+
+    fn clock(&self) -> RunClock {
+        self.world.clock()
+    }
+
+    fn draws(&self) -> &Draws {
+        &self.world.draws
+    }
+
+    fn emit(&self, event: Event) {
+        self.world.recorder.emit(event);
+    }
+
+    fn phases_ms(&self) -> (u64, u64) {
+        (self.world.config.duration_ms, self.world.config.liveness_ms)
+    }
+
+    fn process_faults(&self) -> ProcessFaults {
+        self.world.settings().process
+    }
+
+    fn replicas(&self) -> usize {
+        self.replicas.len()
+    }
+
+    fn process(&self, replica: usize) -> &Process {
+        &self.replicas[replica].process
+    }
+
+    fn changed(&self) -> &retention_worker::Notify {
+        &self.world.changed
+    }
+
+    fn start_worker(run: &Rc<Run>, replica: usize) {
+        let replica = &run.replicas[replica];
+        let name = &replica.world.config.worker;
+        let worker = build_worker(name, replica).expect("checked before the run");
+        *replica.worker.borrow_mut() = Some(worker.clone());
+        let generation = replica.process.generation();
+        tokio::task::spawn_local(drive(replica.clone(), worker, generation));
+    }
+
+    fn stop_worker(&self, replica: usize) -> Option<LocalBoxFuture<'static, ()>> {
+        let worker = self.replicas[replica].worker.borrow().clone()?;
+        Some(Box::pin(async move { worker.stop().await }))
+    }
+
+    /// The agents place and consume holds through the safety phase.
+    fn safety_started(run: &Rc<Run>) {
+        tokio::task::spawn_local(agents(run.world.clone()));
+    }
 }
 
 /// Calls `run()` once after a drawn delay (the worker polls until it is stopped) and records
@@ -721,8 +759,8 @@ fn start_worker(replica: &Rc<Replica>) {
 async fn drive(replica: Rc<Replica>, worker: Rc<dyn RealWorker>, generation: u32) {
     let world = &replica.world;
     world.sleep_ms(world.draws.range(0, 200)).await;
-    replica.gate.pass(&world.clock()).await;
-    if replica.generation.get() != generation {
+    replica.process.gate.pass(&world.clock()).await;
+    if replica.process.replaced_since(generation) {
         return;
     }
     let run = 1;
@@ -732,114 +770,6 @@ async fn drive(replica: Rc<Replica>, worker: Rc<dyn RealWorker>, generation: u32
     let report = report_view(&result);
     let ended = Event::note_of(replica.id, Note::RunEnded { run, report });
     world.recorder.emit(ended);
-}
-
-/// Calls `stop()` on `replica`'s worker once its process runs, and records it.
-async fn stop_now(replica: Rc<Replica>) {
-    let Some(worker) = replica.worker.borrow().clone() else {
-        return;
-    };
-    let world = &replica.world;
-    replica.gate.pass(&world.clock()).await;
-    replica.stop_called.set(true);
-    replica.stop_resolved.set(false);
-    world.recorder.emit_for(replica.id, EventKind::StopCalled);
-    worker.stop().await;
-    replica.stop_resolved.set(true);
-    world.recorder.emit_for(replica.id, EventKind::StopResolved);
-    world.changed.notify_all();
-}
-
-/// Pauses `replica`'s process now and then, until faults heal.
-async fn pauser(replica: Rc<Replica>) {
-    let world = &replica.world;
-    let settings = world.settings().clone();
-    loop {
-        world
-            .sleep_ms(settings.pause_every.draw(&world.draws))
-            .await;
-        if world.healed.get() {
-            return;
-        }
-        if world.draws.coin(settings.pause_probability) {
-            let until_ms = world.clock().elapsed_ms() + settings.pause_for.draw(&world.draws);
-            replica.gate.pause_until(until_ms);
-            let paused = EventKind::Paused { until_ms };
-            world.recorder.emit_for(replica.id, paused);
-            world.clock().sleep_until(until_ms).await;
-            world.recorder.emit_for(replica.id, EventKind::Resumed);
-        }
-    }
-}
-
-/// Stops `replica` at `at_ms` of the safety phase.
-async fn stopper(replica: Rc<Replica>, at_ms: u64) {
-    replica.world.clock().sleep_until(at_ms).await;
-    stop_now(replica).await;
-}
-
-/// The safety phase: the agents, every replica's worker and driver, and the faults.
-fn start_safety(world: &Rc<World>, replicas: &[Rc<Replica>]) {
-    let duration_ms = world.config.duration_ms;
-    tokio::task::spawn_local(agents(world.clone()));
-    for replica in replicas {
-        start_worker(replica);
-        tokio::task::spawn_local(pauser(replica.clone()));
-        if world.draws.coin(world.settings().stop_probability) {
-            let at_ms = world.draws.range(duration_ms / 4, duration_ms * 3 / 4);
-            tokio::task::spawn_local(stopper(replica.clone(), at_ms));
-        }
-    }
-}
-
-/// Heals faults and restarts every replica whose stop resolved with a fresh worker.
-fn start_liveness(world: &World, replicas: &[Rc<Replica>]) {
-    world.healed.set(true);
-    world.draws.heal();
-    for replica in replicas {
-        if replica.stop_called.get() && replica.stop_resolved.get() {
-            replica.generation.set(replica.generation.get() + 1);
-            replica.stop_called.set(false);
-            world.recorder.emit_for(replica.id, EventKind::Restarted);
-            start_worker(replica);
-        }
-    }
-}
-
-/// Stops every replica not stopped yet and waits (bounded) for every stop to return.
-async fn shutdown(world: &World, replicas: &[Rc<Replica>]) {
-    for replica in replicas {
-        if !replica.stop_called.get() {
-            tokio::task::spawn_local(stop_now(replica.clone()));
-        }
-    }
-    let deadline_ms = world.clock().elapsed_ms() + world.settings().stop_bound_ms;
-    let all_resolved = || {
-        replicas
-            .iter()
-            .all(|r| r.stop_called.get() && r.stop_resolved.get())
-    };
-    let resolved = world.changed.wait_until(all_resolved);
-    let _ = select(
-        std::pin::pin!(resolved),
-        std::pin::pin!(world.clock().sleep_until(deadline_ms)),
-    )
-    .await;
-}
-
-/// The whole run, phase by phase.
-async fn phases(world: Rc<World>, replicas: Vec<Rc<Replica>>) {
-    let (duration_ms, liveness_ms) = (world.config.duration_ms, world.config.liveness_ms);
-    let phase = |phase| world.recorder.emit(Event::world(EventKind::Phase(phase)));
-    phase(Phase::Safety);
-    start_safety(&world, &replicas);
-    world.clock().sleep_until(duration_ms).await;
-    phase(Phase::Liveness);
-    start_liveness(&world, &replicas);
-    world.clock().sleep_until(duration_ms + liveness_ms).await;
-    phase(Phase::Shutdown);
-    shutdown(&world, &replicas).await;
-    phase(Phase::End);
 }
 
 /// Invariants that judge an exact virtual instant. None of the reservation system's do: the
@@ -974,15 +904,13 @@ fn replicas_on(world: &Rc<World>, connections: Vec<Connection>) -> Vec<Rc<Replic
         .enumerate()
         .map(|(index, connection)| {
             let drawn = world.draws.range(0, 2 * skew_ms);
+            let id = ReplicaId(u16::try_from(index).expect("at most u16::MAX replicas"));
             Rc::new(Replica {
-                id: ReplicaId(u16::try_from(index).expect("at most u16::MAX replicas")),
-                gate: Gate::default(),
+                id,
+                process: Process::new(id),
                 skew_ms: i64::try_from(drawn).unwrap_or(0) - i64::try_from(skew_ms).unwrap_or(0),
                 world: world.clone(),
                 connection: Arc::new(Mutex::new(connection)),
-                generation: Cell::new(0),
-                stop_called: Cell::new(false),
-                stop_resolved: Cell::new(false),
                 worker: RefCell::new(None),
             })
         })
@@ -1013,7 +941,6 @@ pub fn run(config: &RealConfig) -> Result<RealReport, RealError> {
         agents: Arc::new(Mutex::new(agents)),
         deadlines: RefCell::new(BTreeMap::new()),
         last_token: Cell::new(0),
-        healed: Cell::new(false),
         changed: retention_worker::Notify::new(),
     });
     let replicas = replicas_on(&world, connections);
@@ -1021,7 +948,11 @@ pub fn run(config: &RealConfig) -> Result<RealReport, RealError> {
         let pump = recorder.clone();
         tokio::task::spawn_local(async move { pump.pump(queue).await });
         let halted = recorder.changed.wait_until(|| recorder.halted());
-        let phases = phases(world.clone(), replicas.clone());
+        let run = Rc::new(Run {
+            world: world.clone(),
+            replicas: replicas.clone(),
+        });
+        let phases = run_phases(run);
         match select(std::pin::pin!(phases), std::pin::pin!(halted)).await {
             Either::Left(((), _)) | Either::Right(((), _)) => clock.elapsed_ms(),
         }

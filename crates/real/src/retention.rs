@@ -20,7 +20,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use futures::future::{Either, LocalBoxFuture, select};
-use leasesim_events::{EventKind, Phase, ReplicaId};
+use leasesim_events::{EventKind, ReplicaId};
 use leasesim_invariants::{SituationSet, Violation};
 use leasesim_retention::RunFuture;
 use leasesim_retention::checkers::{
@@ -37,7 +37,8 @@ use retention_worker::{
     Clock, Lease, Leases, Notify, PortError, Records, RetentionWorker, WorkerConfig,
 };
 
-use crate::{Delivery, Draws, Gate, NetFaults, RunClock, SpanMs};
+use crate::phases::{Process, ProcessFaults, RealRun, run_phases};
+use crate::{Delivery, Draws, NetFaults, RunClock, SpanMs};
 
 /// A connection a replica's thread-pool calls run on.
 pub type Connection = Box<dyn RetentionConnection + Send>;
@@ -77,16 +78,10 @@ pub struct RealSettings {
     pub delete_latency: SpanMs,
     /// Calls refused, requests lost and replies lost around the store (safety phase only).
     pub net: NetFaults,
-    /// Process pauses: a draw every `pause_every`, pausing with `pause_probability` for
-    /// `pause_for` (longer than a lease lifetime, so a rival can take over).
-    pub pause_every: SpanMs,
-    pub pause_probability: f64,
-    pub pause_for: SpanMs,
-    /// The chance that a replica is stopped at a drawn instant of the safety phase.
-    pub stop_probability: f64,
-    /// Once faults heal, how long a term may stay open; how long shutdown waits for stops.
+    /// Pauses (each longer than a lease lifetime, so a rival can take over), stops, and shutdown's bound.
+    pub process: ProcessFaults,
+    /// Once faults heal, how long a term may stay open.
     pub term_bound_ms: u64,
-    pub stop_bound_ms: u64,
 }
 
 impl Default for RealSettings {
@@ -110,12 +105,8 @@ impl Default for RealSettings {
                 reply_lost: 0.03,
                 timeout_ms: 300,
             },
-            pause_every: SpanMs::new(400, 1_500),
-            pause_probability: 0.35,
-            pause_for: SpanMs::new(100, 1_500),
-            stop_probability: 0.4,
+            process: ProcessFaults::DEFAULT,
             term_bound_ms: 5_000,
-            stop_bound_ms: 5_000,
         }
     }
 }
@@ -285,16 +276,12 @@ impl Recorder {
 /// One replica of the run.
 struct Replica {
     id: ReplicaId,
-    gate: Gate,
+    process: Process,
     recorder: Rc<Recorder>,
     draws: Rc<Draws>,
     settings: Rc<RealSettings>,
     leases: Arc<Mutex<Connection>>,
     records: Arc<Mutex<Connection>>,
-    /// Bumped when a fresh worker replaces a stopped one; an older driver then ends.
-    generation: Cell<u32>,
-    stop_called: Cell<bool>,
-    stop_resolved: Cell<bool>,
     worker: RefCell<Option<Rc<dyn RealWorker>>>,
 }
 
@@ -331,7 +318,7 @@ impl Clock for RealClock {
         recorder.emit_for(self.0.id, EventKind::TimerSet { duration_ms: ms });
         let deadline_ms = recorder.clock.elapsed_ms() + ms;
         recorder.clock.sleep_until(deadline_ms).await;
-        self.0.gate.pass(&recorder.clock).await;
+        self.0.process.gate.pass(&recorder.clock).await;
     }
 }
 
@@ -342,7 +329,7 @@ impl Clock for RealClock {
 async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: Request) -> Answer {
     let recorder = &replica.recorder;
     let clock = recorder.clock;
-    replica.gate.pass(&clock).await;
+    replica.process.gate.pass(&clock).await;
     let id = recorder.call_id();
     recorder.emit_for(replica.id, EventKind::Call { call: id, request });
     let latency = match request {
@@ -380,7 +367,7 @@ async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: R
             Answer::Failed(Failure::Timeout)
         }
     };
-    replica.gate.pass(&clock).await;
+    replica.process.gate.pass(&clock).await;
     recorder.emit_for(
         replica.id,
         EventKind::Answered {
@@ -685,30 +672,70 @@ struct World {
     replicas: Vec<Rc<Replica>>,
     harness: Arc<Mutex<Connection>>,
     config: RealConfig,
-    healed: Cell<bool>,
+    /// Rows created before this instant (store clock) must be gone by the liveness phase's
+    /// end: set as the phase starts.
+    eligible_before_ms: Cell<u64>,
     changed: Notify,
 }
 
-impl World {
+impl RealRun for World {
+    type V = Retention;
+
     fn clock(&self) -> RunClock {
         self.recorder.clock
     }
 
-    fn phase(&self, phase: Phase) {
-        self.recorder.emit(Event::world(EventKind::Phase(phase)));
+    fn draws(&self) -> &Draws {
+        &self.draws
     }
 
-    async fn sleep_until(&self, at_ms: u64) {
-        self.clock().sleep_until(at_ms).await;
+    fn emit(&self, event: Event) {
+        self.recorder.emit(event);
     }
-}
 
-/// Installs a fresh worker on `replica` and starts its driver.
-fn start_worker(world: &Rc<World>, replica: &Rc<Replica>) {
-    let worker = build_worker(&world.config.worker, replica).expect("checked before the run");
-    *replica.worker.borrow_mut() = Some(worker.clone());
-    let generation = replica.generation.get();
-    tokio::task::spawn_local(drive(world.clone(), replica.clone(), worker, generation));
+    fn phases_ms(&self) -> (u64, u64) {
+        (self.config.duration_ms, self.config.liveness_ms)
+    }
+
+    fn process_faults(&self) -> ProcessFaults {
+        self.config.settings.process
+    }
+
+    fn replicas(&self) -> usize {
+        self.replicas.len()
+    }
+
+    fn process(&self, replica: usize) -> &Process {
+        &self.replicas[replica].process
+    }
+
+    fn changed(&self) -> &Notify {
+        &self.changed
+    }
+
+    fn start_worker(world: &Rc<World>, replica: usize) {
+        let replica = &world.replicas[replica];
+        let worker = build_worker(&world.config.worker, replica).expect("checked before the run");
+        *replica.worker.borrow_mut() = Some(worker.clone());
+        let generation = replica.process.generation();
+        tokio::task::spawn_local(drive(world.clone(), replica.clone(), worker, generation));
+    }
+
+    fn stop_worker(&self, replica: usize) -> Option<LocalBoxFuture<'static, ()>> {
+        let worker = self.replicas[replica].worker.borrow().clone()?;
+        Some(Box::pin(async move { worker.stop().await }))
+    }
+
+    fn liveness_started(&self) {
+        let retention_ms = self.config.settings.worker.retention_ms;
+        let eligible_before_ms = self.clock().now_ms().saturating_sub(retention_ms);
+        self.eligible_before_ms.set(eligible_before_ms);
+    }
+
+    fn liveness_ended(world: &Rc<World>) -> LocalBoxFuture<'static, ()> {
+        let world = world.clone();
+        Box::pin(async move { backlog_check(&world, world.eligible_before_ms.get()).await })
+    }
 }
 
 /// Calls `run()` on a jittered schedule, recording each term, until the worker reports it
@@ -724,8 +751,8 @@ async fn drive(
     loop {
         let pause_ms = world.config.settings.run_every.draw(&world.draws);
         tokio::time::sleep(std::time::Duration::from_millis(pause_ms)).await;
-        replica.gate.pass(&clock).await;
-        if replica.generation.get() != generation {
+        replica.process.gate.pass(&clock).await;
+        if replica.process.replaced_since(generation) {
             return;
         }
         term += 1;
@@ -738,75 +765,6 @@ async fn drive(
         world.recorder.emit(Event::note_of(replica.id, ended));
         if end == EndKind::StoppedBeforeStart {
             return;
-        }
-    }
-}
-
-/// Calls `stop()` on `replica`'s worker once its process runs, and records it.
-async fn stop_now(world: Rc<World>, replica: Rc<Replica>) {
-    let Some(worker) = replica.worker.borrow().clone() else {
-        return;
-    };
-    replica.gate.pass(&world.clock()).await;
-    replica.stop_called.set(true);
-    replica.stop_resolved.set(false);
-    world.recorder.emit_for(replica.id, EventKind::StopCalled);
-    worker.stop().await;
-    replica.stop_resolved.set(true);
-    world.recorder.emit_for(replica.id, EventKind::StopResolved);
-    world.changed.notify_all();
-}
-
-/// Pauses `replica`'s process now and then, until faults heal.
-async fn pauser(world: Rc<World>, replica: Rc<Replica>) {
-    let settings = &world.config.settings;
-    loop {
-        let every_ms = settings.pause_every.draw(&world.draws);
-        tokio::time::sleep(std::time::Duration::from_millis(every_ms)).await;
-        if world.healed.get() {
-            return;
-        }
-        if world.draws.coin(settings.pause_probability) {
-            let until_ms = world.clock().elapsed_ms() + settings.pause_for.draw(&world.draws);
-            replica.gate.pause_until(until_ms);
-            world
-                .recorder
-                .emit_for(replica.id, EventKind::Paused { until_ms });
-            world.sleep_until(until_ms).await;
-            world.recorder.emit_for(replica.id, EventKind::Resumed);
-        }
-    }
-}
-
-/// Stops `replica` at a drawn instant of the safety phase.
-async fn stopper(world: Rc<World>, replica: Rc<Replica>, at_ms: u64) {
-    world.sleep_until(at_ms).await;
-    stop_now(world, replica).await;
-}
-
-/// The safety phase: every replica's worker and driver, and the faults.
-fn start_safety(world: &Rc<World>) {
-    let duration_ms = world.config.duration_ms;
-    for replica in &world.replicas {
-        start_worker(world, replica);
-        tokio::task::spawn_local(pauser(world.clone(), replica.clone()));
-        if world.draws.coin(world.config.settings.stop_probability) {
-            let at_ms = world.draws.range(duration_ms / 4, duration_ms * 3 / 4);
-            tokio::task::spawn_local(stopper(world.clone(), replica.clone(), at_ms));
-        }
-    }
-}
-
-/// Heals faults and restarts every replica whose stop resolved with a fresh worker.
-fn start_liveness(world: &Rc<World>) {
-    world.healed.set(true);
-    world.draws.heal();
-    for replica in &world.replicas {
-        if replica.stop_called.get() && replica.stop_resolved.get() {
-            replica.generation.set(replica.generation.get() + 1);
-            replica.stop_called.set(false);
-            world.recorder.emit_for(replica.id, EventKind::Restarted);
-            start_worker(world, replica);
         }
     }
 }
@@ -833,47 +791,6 @@ async fn backlog_check(world: &World, eligible_before_ms: u64) {
         eligible_before_ms,
         remaining,
     }));
-}
-
-/// Stops every replica not stopped yet and waits (bounded) for every stop to return.
-async fn shutdown(world: &Rc<World>) {
-    for replica in &world.replicas {
-        if !replica.stop_called.get() {
-            tokio::task::spawn_local(stop_now(world.clone(), replica.clone()));
-        }
-    }
-    let deadline_ms = world.clock().elapsed_ms() + world.config.settings.stop_bound_ms;
-    let all_resolved = || {
-        world
-            .replicas
-            .iter()
-            .all(|r| r.stop_called.get() && r.stop_resolved.get())
-    };
-    let resolved = world.changed.wait_until(all_resolved);
-    let _ = select(
-        std::pin::pin!(resolved),
-        std::pin::pin!(world.sleep_until(deadline_ms)),
-    )
-    .await;
-}
-
-/// The whole run, phase by phase.
-async fn phases(world: Rc<World>) {
-    let (duration_ms, liveness_ms) = (world.config.duration_ms, world.config.liveness_ms);
-    world.phase(Phase::Safety);
-    start_safety(&world);
-    world.sleep_until(duration_ms).await;
-    let eligible_before_ms = world
-        .clock()
-        .now_ms()
-        .saturating_sub(world.config.settings.worker.retention_ms);
-    world.phase(Phase::Liveness);
-    start_liveness(&world);
-    world.sleep_until(duration_ms + liveness_ms).await;
-    backlog_check(&world, eligible_before_ms).await;
-    world.phase(Phase::Shutdown);
-    shutdown(&world).await;
-    world.phase(Phase::End);
 }
 
 /// Checks `config` before any work.
@@ -965,17 +882,15 @@ fn replicas_on(
     let mut take = || Arc::new(Mutex::new(pairs.next().expect("two per replica")));
     (0..count)
         .map(|index| {
+            let id = ReplicaId(u16::try_from(index).expect("at most u16::MAX replicas"));
             Rc::new(Replica {
-                id: ReplicaId(u16::try_from(index).expect("at most u16::MAX replicas")),
-                gate: Gate::default(),
+                id,
+                process: Process::new(id),
                 recorder: recorder.clone(),
                 draws: draws.clone(),
                 settings: settings.clone(),
                 leases: take(),
                 records: take(),
-                generation: Cell::new(0),
-                stop_called: Cell::new(false),
-                stop_resolved: Cell::new(false),
                 worker: RefCell::new(None),
             })
         })
@@ -1009,13 +924,13 @@ pub fn run(config: &RealConfig) -> Result<RealReport, RealError> {
         replicas,
         harness,
         config: config.clone(),
-        healed: Cell::new(false),
+        eligible_before_ms: Cell::new(0),
         changed: Notify::new(),
     });
     let halted = recorder.changed.wait_until(|| recorder.halted.get());
     let end_ms = local.block_on(&runtime, async {
         match select(
-            std::pin::pin!(phases(world.clone())),
+            std::pin::pin!(run_phases(world.clone())),
             std::pin::pin!(halted),
         )
         .await

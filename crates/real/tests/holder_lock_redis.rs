@@ -4,6 +4,7 @@
 #![cfg(feature = "redis")]
 
 use leasesim_real::holder_lock::{RealConfig, RealReport, RealSettings, run};
+use leasesim_real::phases::ProcessFaults;
 use leasesim_stores::redis::URL_VAR;
 
 fn real_run(worker: &str, seed: u64, duration_ms: u64) -> RealReport {
@@ -56,7 +57,10 @@ fn a_plain_delete_is_caught_in_a_real_run_on_redis() {
     // binaries loading the machine; so this run pauses processes more often (p 0.7 instead of
     // 0.35) and asserts at least once in 8 seeds, stopping at the first catch.
     let settings = RealSettings {
-        pause_probability: 0.7,
+        process: ProcessFaults {
+            pause_probability: 0.7,
+            ..ProcessFaults::DEFAULT
+        },
         ..RealSettings::default()
     };
     let caught =

@@ -277,13 +277,8 @@ fn print_header(config: &RealConfig, args: &RealArgs) {
         s.rows
     );
     println!(
-        "faults:   pauses every {}..{}ms (p={}) for {}..{}ms; stop p={}; latency lease {}..{}ms, delete {}..{}ms each way",
-        s.pause_every.min,
-        s.pause_every.max,
-        s.pause_probability,
-        s.pause_for.min,
-        s.pause_for.max,
-        s.stop_probability,
+        "faults:   {}; latency lease {}..{}ms, delete {}..{}ms each way",
+        s.process,
         s.lease_latency.min,
         s.lease_latency.max,
         s.delete_latency.min,

@@ -5,6 +5,7 @@
 //! - *run line*: one run's verdict, counts and coverage, as `print_run` writes retention's.
 
 use leasesim::error::UsageError;
+use leasesim_real::phases::ProcessFaults;
 use leasesim_real::reservations;
 use leasesim_real::retention::RealError;
 
@@ -29,7 +30,7 @@ fn repeat(args: &RealArgs, mut one: impl FnMut(u64, bool) -> Judged) -> Result<i
     Ok(i32::from(!caught.is_empty()))
 }
 
-fn header(args: &RealArgs, store: &str, settings: &str) {
+fn header(args: &RealArgs, store: &str, settings: &str, faults: &ProcessFaults) {
     println!("system:   {}", args.system);
     println!("store:    {store}");
     println!("worker:   {}", args.worker);
@@ -42,6 +43,7 @@ fn header(args: &RealArgs, store: &str, settings: &str) {
         args.replicas, args.duration, args.liveness, args.seed
     );
     println!("settings: {settings}");
+    println!("faults:   {faults}");
 }
 
 fn verdict(args: &RealArgs, seed: u64, line: &str, counts: &str, coverage: &str) {
@@ -77,8 +79,8 @@ pub(super) fn reservations(args: &RealArgs, store: StoreKind) -> Result<i32, Usa
     check_worker(&args.worker, &reservations::workers())?;
     let (target, scratch) = super::target(args, store)?;
     let settings = reservations::RealSettings::default();
-    header(args, &super::store_name(store), &described(&settings));
     let store_name = super::store_name(store);
+    header(args, &store_name, &described(&settings), &settings.process);
     let code = repeat(args, |seed, keep_events| {
         let config = reservations::RealConfig {
             target: target.clone(),
@@ -210,7 +212,8 @@ pub(super) fn holder_lock(args: &RealArgs) -> Result<i32, UsageError> {
         settings.latency.max,
         settings.net
     );
-    header(args, "redis (a fresh namespace per run)", &described);
+    let store = "redis (a fresh namespace per run)";
+    header(args, store, &described, &settings.process);
     repeat(args, |seed, keep_events| {
         let config = holder_lock::RealConfig {
             url: url.clone(),
