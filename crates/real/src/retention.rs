@@ -504,9 +504,9 @@ macro_rules! real_workers {
 
 use defects::{
     AcquiredTokenWorker, DeleteAfterLossWorker, EarlyCutoffWorker, IntervalRenewalWorker,
-    LeakedRenewalWorker, LeftoverReleaseWorker, MovingCutoffWorker, NaiveWorker,
-    RenewErrorNoReleaseWorker, StaleReleaseWorker, StaleRenewalWorker, UncappedWorker,
-    UnjoinedStopWorker, WholeBatchesWorker,
+    LeakedRenewalWorker, LeftoverReleaseWorker, MovingCutoffWorker, NaiveWorker, NoRenewalWorker,
+    RenewErrorNoReleaseWorker, SleepyStopWorker, StaleReleaseWorker, StaleRenewalWorker,
+    UncappedWorker, UnjoinedStopWorker, WholeBatchesWorker,
 };
 
 real_workers!(
@@ -524,7 +524,9 @@ real_workers!(
     AcquiredTokenWorker,
     LeftoverReleaseWorker,
     StaleRenewalWorker,
-    WholeBatchesWorker
+    WholeBatchesWorker,
+    NoRenewalWorker,
+    SleepyStopWorker
 );
 
 /// The workers a real run can drive: `correct`, then the defective ones.
@@ -566,7 +568,9 @@ fn build_worker(name: &str, replica: &Rc<Replica>) -> Option<Rc<dyn RealWorker>>
         acquired_token => AcquiredTokenWorker,
         leftover_release => LeftoverReleaseWorker,
         stale_renewal => StaleRenewalWorker,
-        whole_batches => WholeBatchesWorker
+        whole_batches => WholeBatchesWorker,
+        no_renewal => NoRenewalWorker,
+        sleepy_stop => SleepyStopWorker
     ))
 }
 

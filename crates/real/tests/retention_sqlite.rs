@@ -124,3 +124,26 @@ fn port_faults_strike_real_calls_until_faults_heal() {
         "a fault after healing"
     );
 }
+
+#[test]
+#[ignore = "real time on tokio against a real store: .ci/run runs it on its own, not in the default run"]
+fn every_listed_worker_runs() {
+    for worker in leasesim_real::retention::workers() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let config = RealConfig {
+            target: StoreTarget::Sqlite {
+                path: dir.path().join("retention.db"),
+            },
+            worker: worker.into(),
+            replicas: 2,
+            duration_ms: 100,
+            liveness_ms: 100,
+            seed: 0,
+            settings: RealSettings::default(),
+            keep_events: false,
+        };
+        // A verdict either way: a listed worker that cannot be built would panic the run.
+        let report = run(&config).unwrap_or_else(|e| panic!("{worker}: {e}"));
+        assert!(report.stats.events > 0, "{worker}: no event");
+    }
+}
