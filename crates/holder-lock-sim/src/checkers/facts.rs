@@ -7,12 +7,13 @@
 //!   what the event being judged did to it (an `Applied`, or a `Forgot` of the claim key).
 //! - *before view*: as of the events before the one being judged; *after view*: including it.
 //!
-//! Ten checkers used to keep attempts of their own (five also a claim model), each fed only
-//! the kinds of event it reads. Both views here see every event. A checker that judged an
-//! event before taking it in reads the before view, one that took it in first the after view.
-//! Where a checker used to skip a kind (job notes, for the token and release checkers), the
-//! fields that kind moves (an attempt's job) are ones that checker never reads; the property
-//! test below holds every view against private copies fed as each checker fed its own.
+//! Ten checkers read attempts (five also the claim model); each would otherwise keep its own,
+//! fed only the kinds of event it reads. Both views here see every event. A checker that
+//! judges an event before taking it in reads the before view, one that takes it in first the
+//! after view. Where a checker's own feed would skip a kind (job notes, for the token and
+//! release checkers), the fields that kind moves (an attempt's job) are ones that checker never
+//! reads; the property test below holds every view against private copies fed as each checker
+//! would feed its own.
 
 use crate::HolderLock;
 use crate::events::{Event, EventKind, Key, Note, Stamped};
