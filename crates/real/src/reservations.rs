@@ -78,6 +78,9 @@ pub struct RealSettings {
     pub latency: SpanMs,
     /// Calls refused, requests lost and replies lost around the store (safety phase only).
     pub net: NetFaults,
+    /// The chance that a supervisor calls a running worker's `run()` a second time (safety
+    /// phase only).
+    pub second_run_probability: f64,
     /// Each replica's clock is off the store's by up to this much, either way.
     pub skew_ms: u64,
     /// Pauses (each longer than a claim, so another worker can take the holds over), stops, and shutdown's bound.
@@ -108,6 +111,7 @@ impl Default for RealSettings {
             race: SpanMs::new(0, 300),
             malformed: 0.03,
             latency: SpanMs::new(1, 15),
+            second_run_probability: 0.3,
             net: NetFaults {
                 reject: 0.03,
                 request_lost: 0.02,
@@ -755,7 +759,8 @@ impl RealRun for Run {
 }
 
 /// Calls `run()` once after a drawn delay (the worker polls until it is stopped) and records
-/// its report, unless a fresh worker replaced this one first.
+/// its report, unless a fresh worker replaced this one first. With `second_run_probability`
+/// (safety phase only) a supervisor calls `run()` again while the first call is active.
 async fn drive(replica: Rc<Replica>, worker: Rc<dyn RealWorker>, generation: u32) {
     let world = &replica.world;
     world.sleep_ms(world.draws.range(0, 200)).await;
@@ -766,10 +771,31 @@ async fn drive(replica: Rc<Replica>, worker: Rc<dyn RealWorker>, generation: u32
     let run = 1;
     let started = Event::note_of(replica.id, Note::RunStarted { run });
     world.recorder.emit(started);
-    let result = worker.run().await;
+    let result = {
+        let running = std::pin::pin!(worker.run());
+        let second = std::pin::pin!(second_run(&replica, &*worker, run));
+        match select(running, second).await {
+            Either::Left((result, _)) => result,
+            Either::Right(((), running)) => running.await,
+        }
+    };
     let report = report_view(&result);
     let ended = Event::note_of(replica.id, Note::RunEnded { run, report });
     world.recorder.emit(ended);
+}
+
+/// The second-run fault: a supervisor that takes the running worker for hung calls `run()`
+/// again 1 to 200 ms after it started, and notes how that call ended (`SecondRun`); never
+/// completes unless drawn.
+async fn second_run(replica: &Replica, worker: &dyn RealWorker, run: u32) {
+    let world = &replica.world;
+    if !world.draws.fault(world.settings().second_run_probability) {
+        return std::future::pending().await;
+    }
+    world.sleep_ms(world.draws.range(1, 200)).await;
+    let end = report_view(&worker.run().await).end;
+    let note = Note::SecondRun { run, end };
+    world.recorder.emit(Event::note_of(replica.id, note));
 }
 
 /// Invariants that judge an exact virtual instant. None of the reservation system's do: the

@@ -3,8 +3,13 @@
 
 use leasesim_real::reservations::{RealConfig, RealReport, RealSettings, run};
 use leasesim_real::retention::StoreTarget;
+use leasesim_reservations::checkers::Situation;
 
 fn real_run(worker: &str, seed: u64, duration_ms: u64) -> RealReport {
+    real_run_with(worker, seed, duration_ms, RealSettings::default())
+}
+
+fn real_run_with(worker: &str, seed: u64, duration_ms: u64, settings: RealSettings) -> RealReport {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let config = RealConfig {
         target: StoreTarget::Sqlite {
@@ -15,7 +20,7 @@ fn real_run(worker: &str, seed: u64, duration_ms: u64) -> RealReport {
         duration_ms,
         liveness_ms: 2_000,
         seed,
-        settings: RealSettings::default(),
+        settings,
         keep_events: false,
     };
     let report = run(&config).unwrap_or_else(|e| panic!("{e}"));
@@ -50,5 +55,21 @@ fn a_read_then_write_claim_is_caught_in_a_real_run() {
         violation.invariant.to_string(),
         "exclusive-claim",
         "{violation}"
+    );
+}
+
+#[test]
+#[ignore = "real time on tokio against a real store: .ci/run runs it on its own, not in the default run"]
+fn a_second_run_while_one_is_active_is_refused_at_once() {
+    let settings = RealSettings {
+        second_run_probability: 1.0,
+        ..RealSettings::default()
+    };
+    let report = real_run_with("correct", 2, 1_000, settings);
+    assert_eq!(report.violation, None, "{}", report.verdict_line());
+    assert!(
+        report.coverage.contains(Situation::SecondRunRefused),
+        "{:?}",
+        report.coverage.iter().collect::<Vec<_>>()
     );
 }

@@ -132,7 +132,7 @@ fn described(settings: &reservations::RealSettings) -> String {
     format!(
         "batch {}, claim {}ms, idle {}+{}ms, retry {}..{}ms x{}; agents place every {}..{}ms, \
          holds {}..{}ms, consume p={} (at the deadline {}), malformed p={}; latency {}..{}ms; \
-         skew up to {}ms; calls {}",
+         skew up to {}ms; second run p={}; calls {}",
         w.batch_size,
         w.claim_for_ms,
         w.idle_ms,
@@ -150,7 +150,8 @@ fn described(settings: &reservations::RealSettings) -> String {
         settings.latency.min,
         settings.latency.max,
         settings.skew_ms,
-        settings.net.reject
+        settings.second_run_probability,
+        settings.net
     )
 }
 
