@@ -40,7 +40,7 @@ use leasesim_holder_lock::defects::DEFECTS;
 use leasesim_holder_lock::defects::engine::Engine;
 use leasesim_holder_lock::driver::ended;
 use leasesim_holder_lock::events::{
-    Answer, Applied, Event, Held, HolderLock, Key, Note, Request, Stamped,
+    Answer, Applied, Event, Forgetting, Held, HolderLock, Key, Note, Request, Stamped,
 };
 use leasesim_invariants::{SituationSet, Violation};
 use leasesim_stores::StoreError as AdapterError;
@@ -70,10 +70,50 @@ pub struct RealSettings {
     pub latency: SpanMs,
     /// Calls refused, requests lost and replies lost around the store (safety phase only).
     pub net: NetFaults,
+    /// What the store forgets on its own (safety phase only).
+    pub forgetting: StoreForgetting,
     /// Pauses (each longer than a lifetime, so another replica can take the key), stops, and shutdown's bound.
     pub process: ProcessFaults,
     /// Once faults heal, how long an attempt may run.
     pub attempt_bound_ms: u64,
+}
+
+/// What a volatile store does on its own, done to the real Redis until faults heal: a draw
+/// every `every`, which with `evict` deletes the claim key (memory pressure) and with
+/// `restart` deletes every key (a restart without persistence). Each is noted as the
+/// simulated store notes it (`Forgot`, with the claim it held), on the serial line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StoreForgetting {
+    pub every: SpanMs,
+    pub evict: f64,
+    pub restart: f64,
+}
+
+impl StoreForgetting {
+    /// Refuses chances outside 0..=1 and an eviction and a restart that add up past 1.
+    pub fn validate(&self) -> Result<(), String> {
+        let (evict, restart) = (self.evict, self.restart);
+        let chance = |p: f64| (0.0..=1.0).contains(&p);
+        match chance(evict) && chance(restart) && evict + restart <= 1.0 {
+            true => Ok(()),
+            false => Err(format!(
+                "store forgetting: evict {evict} and restart {restart} are not chances that \
+                 add up to at most 1"
+            )),
+        }
+    }
+}
+
+/// `every 500..2000ms: evict p=0.25, restart p=0.05`.
+impl std::fmt::Display for StoreForgetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (every, evict, restart) = (self.every, self.evict, self.restart);
+        write!(
+            f,
+            "every {}..{}ms: evict p={evict}, restart p={restart}",
+            every.min, every.max
+        )
+    }
 }
 
 impl Default for RealSettings {
@@ -91,6 +131,11 @@ impl Default for RealSettings {
             step_ms: 50,
             job_fail: 0.01,
             latency: SpanMs::new(1, 10),
+            forgetting: StoreForgetting {
+                every: SpanMs::new(500, 2_000),
+                evict: 0.25,
+                restart: 0.05,
+            },
             net: NetFaults {
                 reject: 0.02,
                 request_lost: 0.02,
@@ -192,6 +237,8 @@ struct World {
     draws: Draws,
     config: RealConfig,
     writers: Writers,
+    /// The harness's own connection: what the store forgets is done through it.
+    harness: Arc<Mutex<RedisConnection>>,
     /// Token draws so far (the low half of every fresh token).
     serial: Cell<u32>,
     changed: retention_worker::Notify,
@@ -683,6 +730,74 @@ impl RealRun for Run {
         let worker = self.replicas[replica].worker.borrow().clone()?;
         Some(Box::pin(async move { worker.stop().await }))
     }
+
+    /// The store forgets keys on its own through the safety phase.
+    fn safety_started(run: &Rc<Run>) {
+        tokio::task::spawn_local(forgetter(run.world.clone()));
+    }
+}
+
+/// Draws what the store forgets, until faults heal (see [`StoreForgetting`]).
+async fn forgetter(world: Rc<World>) {
+    let forgetting = world.settings().forgetting;
+    loop {
+        world.sleep_ms(forgetting.every.draw(&world.draws)).await;
+        if world.draws.healed() {
+            return;
+        }
+        let draw = world.draws.range(0, 999_999) as f64 / 1_000_000.0;
+        let forgotten: &[Key] = match draw {
+            d if d < forgetting.restart => &[Key::Claim, Key::Holder],
+            d if d < forgetting.restart + forgetting.evict => &[Key::Claim],
+            _ => continue,
+        };
+        let cause = match forgotten.len() {
+            1 => Forgetting::Eviction,
+            _ => Forgetting::Restart,
+        };
+        forget(&world, forgotten, cause).await;
+    }
+}
+
+/// Deletes `keys` through the harness connection on the serial line, noting `Forgot` for
+/// each key that held a claim (and for every key on a restart).
+async fn forget(world: &World, keys: &'static [Key], cause: Forgetting) {
+    let (connection, writers) = (world.harness.clone(), world.writers.clone());
+    let (ticket, ()) = world
+        .line
+        .apply(move |_now_ms| {
+            let mut connection = connection.lock().unwrap_or_else(|p| p.into_inner());
+            let mut writers = writers.lock().unwrap_or_else(|p| p.into_inner());
+            let mut notes = Vec::new();
+            for &key in keys {
+                let Ok(seen) = connection.observe(Request::Delete { key }) else {
+                    continue;
+                };
+                // An expired key was already gone: an eviction leaves its last writer for
+                // the create that takes it over; a restart forgets it too.
+                let restart = cause == Forgetting::Restart;
+                let writer = &mut writers[key.index()];
+                let last = match seen.held.is_some() || restart {
+                    true => writer.take(),
+                    false => None,
+                };
+                let lost = seen.held.map(|token| {
+                    let last = last.filter(|w| w.token == token);
+                    debug_assert!(last.is_some(), "the key held a token nobody wrote");
+                    Held {
+                        token,
+                        by: last.map_or(ReplicaId(0), |w| w.by),
+                    }
+                });
+                if lost.is_some() || restart {
+                    let note = Note::Forgot { key, cause, lost };
+                    notes.push(Event::world_note(note));
+                }
+            }
+            (notes, ())
+        })
+        .await;
+    world.recorder.recorded(ticket).await;
 }
 
 /// Calls `run()` on a jittered schedule, recording each attempt, until an attempt reports
@@ -747,6 +862,8 @@ fn check(config: &RealConfig) -> Result<(), RealError> {
         .net
         .validate()
         .map_err(RealError::BadConfig)?;
+    let forgetting = &config.settings.forgetting;
+    forgetting.validate().map_err(RealError::BadConfig)?;
     config
         .settings
         .claim
@@ -776,8 +893,11 @@ fn connect(url: &str, count: usize) -> Result<Vec<RedisConnection>, AdapterError
 /// and reports the checkers' verdict and the coverage.
 pub fn run(config: &RealConfig) -> Result<RealReport, RealError> {
     check(config)?;
-    let connections =
-        connect(&config.url, usize::from(config.replicas)).map_err(RealError::Store)?;
+    let mut connections =
+        connect(&config.url, usize::from(config.replicas) + 1).map_err(RealError::Store)?;
+    let harness = Arc::new(Mutex::new(
+        connections.pop().expect("one per replica, plus one"),
+    ));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -792,6 +912,7 @@ pub fn run(config: &RealConfig) -> Result<RealReport, RealError> {
         draws: Draws::seeded(config.seed),
         config: config.clone(),
         writers: Writers::default(),
+        harness,
         serial: Cell::new(0),
         changed: retention_worker::Notify::new(),
     });

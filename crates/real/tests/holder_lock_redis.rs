@@ -3,7 +3,9 @@
 //! redis` (`.ci/run` starts one).
 #![cfg(feature = "redis")]
 
-use leasesim_real::holder_lock::{RealConfig, RealReport, RealSettings, run};
+use leasesim_holder_lock::checkers::Situation;
+use leasesim_real::SpanMs;
+use leasesim_real::holder_lock::{RealConfig, RealReport, RealSettings, StoreForgetting, run};
 use leasesim_real::phases::ProcessFaults;
 use leasesim_stores::redis::URL_VAR;
 
@@ -71,4 +73,26 @@ fn a_plain_delete_is_caught_in_a_real_run_on_redis() {
         "delete-own-claim",
         "{violation}"
     );
+}
+
+#[test]
+#[ignore = "needs Redis: LEASESIM_REDIS_URL; .ci/run starts one"]
+fn the_correct_worker_survives_the_store_forgetting_its_claims() {
+    let settings = RealSettings {
+        forgetting: StoreForgetting {
+            every: SpanMs::new(100, 300),
+            evict: 0.7,
+            restart: 0.3,
+        },
+        ..RealSettings::default()
+    };
+    let report = run_with("correct", 3, 2_000, settings);
+    assert_eq!(report.violation, None, "{}", report.verdict_line());
+    for forgotten in [Situation::ClaimEvicted, Situation::StoreRestarted] {
+        assert!(
+            report.coverage.contains(forgotten),
+            "{forgotten:?} not reached: {:?}",
+            report.coverage.iter().collect::<Vec<_>>()
+        );
+    }
 }

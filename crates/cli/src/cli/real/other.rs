@@ -199,7 +199,7 @@ pub(super) fn holder_lock(args: &RealArgs) -> Result<i32, UsageError> {
     let settings = holder_lock::RealSettings::default();
     let described = format!(
         "lifetime {}ms, renew every {:?}ms; jobs {}..{}ms ({} of them {}..{}ms), a step every \
-         {}ms, step failure p={}; latency {}..{}ms; calls {}",
+         {}ms, step failure p={}; latency {}..{}ms; calls {}; the store forgets {}",
         settings.claim.lifetime_ms,
         settings.claim.renew_every_ms,
         settings.job.min,
@@ -211,7 +211,8 @@ pub(super) fn holder_lock(args: &RealArgs) -> Result<i32, UsageError> {
         settings.job_fail,
         settings.latency.min,
         settings.latency.max,
-        settings.net
+        settings.net,
+        settings.forgetting
     );
     let store = "redis (a fresh namespace per run)";
     header(args, store, &described, &settings.process);
