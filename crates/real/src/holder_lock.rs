@@ -22,7 +22,8 @@
 //!   it: it trusts its claim for four fifths of the lifetime from the moment it sent the
 //!   create or renewal. No invariant is skipped; the store's own expiry instant is not seen,
 //!   so no `Expired` note is recorded (checkers judge lifetimes from the `Applied` events).
-//! - *phases*: safety (pauses and stops) for the run's duration, liveness (faults healed,
+//! - *phases* ([`crate::phases`]): safety (pauses, stops, port faults, the store forgetting
+//!   keys) for the run's duration, liveness (faults healed,
 //!   stopped replicas restarted with fresh workers), shutdown, end.
 
 use std::cell::{Cell, RefCell};
@@ -72,7 +73,8 @@ pub struct RealSettings {
     pub net: NetFaults,
     /// What the store forgets on its own (safety phase only).
     pub forgetting: StoreForgetting,
-    /// Pauses (each longer than a lifetime, so another replica can take the key), stops, and shutdown's bound.
+    /// Pauses (up to longer than a lifetime, so another replica can take the key), stops,
+    /// and shutdown's bound.
     pub process: ProcessFaults,
     /// Once faults heal, how long an attempt may run.
     pub attempt_bound_ms: u64,
@@ -158,7 +160,7 @@ pub struct RealConfig {
     pub replicas: u16,
     pub duration_ms: u64,
     pub liveness_ms: u64,
-    /// Seeds the fault plan (jobs, pauses, stops, latencies, tokens).
+    /// Seeds the fault plan (jobs, pauses, stops, latencies, port faults, forgetting, tokens).
     pub seed: u64,
     pub settings: RealSettings,
     pub keep_events: bool,
@@ -394,8 +396,9 @@ async fn call(replica: &Replica, request: Request) -> Answer {
             None
         }
         Delivery::Delivered => {
-            let answer = apply(replica, id, request).await;
-            let lost = net.reply_lost(&world.draws);
+            let (answer, applied) = apply(replica, id, request).await;
+            // A reply can be lost only after the store applied the call.
+            let lost = applied && net.reply_lost(&world.draws);
             if lost {
                 recorder.emit_for(replica.id, EventKind::ReplyLost { call: id });
             }
@@ -424,8 +427,9 @@ async fn call(replica: &Replica, request: Request) -> Answer {
     answer
 }
 
-/// Applies `request` (call `id`) on the serial line and records what the store did.
-async fn apply(replica: &Replica, id: u64, request: Request) -> Answer {
+/// Applies `request` (call `id`) on the serial line and records what the store did: the
+/// answer, and whether the store applied the call (a store error refuses it).
+async fn apply(replica: &Replica, id: u64, request: Request) -> (Answer, bool) {
     let (world, who) = (&replica.world, replica.id);
     let (connection, writers) = (replica.connection.clone(), world.writers.clone());
     let (ticket, answer) = world
@@ -448,12 +452,15 @@ async fn apply(replica: &Replica, id: u64, request: Request) -> Answer {
         })
         .await;
     world.recorder.recorded(ticket).await;
-    answer.unwrap_or_else(|error| {
-        let mut stats = world.recorder.stats();
-        stats.store_errors += 1;
-        stats.last_store_error = Some(error);
-        Answer::Failed(NetFailure::Rejected)
-    })
+    match answer {
+        Ok(answer) => (answer, true),
+        Err(error) => {
+            let mut stats = world.recorder.stats();
+            stats.store_errors += 1;
+            stats.last_store_error = Some(error);
+            (Answer::Failed(NetFailure::Rejected), false)
+        }
+    }
 }
 
 /// The replica's timers (held by its pauses).
@@ -731,8 +738,8 @@ impl RealRun for Run {
         Some(Box::pin(async move { worker.stop().await }))
     }
 
-    /// The store forgets keys on its own through the safety phase.
-    fn safety_started(run: &Rc<Run>) {
+    /// The store forgets keys on its own until faults heal.
+    fn safety_starts(run: &Rc<Run>) {
         tokio::task::spawn_local(forgetter(run.world.clone()));
     }
 }

@@ -1,16 +1,21 @@
 //! The phases of every real run, written once for every system (as `leasesim_sim::phases` is
 //! for simulated runs): safety (each replica's worker and driver, its pauses, a drawn stop),
-//! liveness (faults healed, every replica whose stop returned restarted with a fresh worker),
-//! shutdown (every replica stopped, and a bounded wait for the stops to return).
+//! liveness (faults healed, every replica whose stop resolved restarted with a fresh worker),
+//! shutdown (every replica stopped, and a bounded wait for the stops to resolve).
 //!
 //! Terminology:
 //! - *process*: what the phases move of one replica ([`Process`]): its gate, the generation of
-//!   its worker (bumped by a restart, so an older driver ends), and whether `stop()` was
-//!   called and has returned.
+//!   its worker (bumped by a restart, so an older driver ends), and its stop: pending (waiting
+//!   for the paused process), called, resolved (`stop()` returned).
+//! - *planned stop*: the safety phase's drawn stop. Real time can carry it past the safety
+//!   phase (a pause holds it at the gate, `stop()` waits for the open term): one still at the
+//!   gate when faults heal is not made, and one that resolves after they healed restarts its
+//!   replica as the liveness phase would have. Shutdown stops every replica once, never beside
+//!   a pending stop.
 //! - *real run*: one system's run as the phases drive it ([`RealRun`]): its processes, its
 //!   recorder and fault plan, and the hooks that are the system's own: starting a worker with
-//!   its driver, stopping one, and what happens around the phases (reservations' agents,
-//!   retention's backlog check).
+//!   its driver, stopping one, and what happens at the phases' edges (reservations' agents,
+//!   retention's backlog mark and check), named as `leasesim_sim`'s phases name them.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -27,8 +32,11 @@ pub struct Process {
     pub id: ReplicaId,
     pub gate: Gate,
     generation: Cell<u32>,
+    stop_pending: Cell<bool>,
     stop_called: Cell<bool>,
     stop_resolved: Cell<bool>,
+    /// Shutdown has begun for this replica: a planned stop is made whenever it passes.
+    shutting_down: Cell<bool>,
 }
 
 impl Process {
@@ -37,8 +45,10 @@ impl Process {
             id,
             gate: Gate::default(),
             generation: Cell::new(0),
+            stop_pending: Cell::new(false),
             stop_called: Cell::new(false),
             stop_resolved: Cell::new(false),
+            shutting_down: Cell::new(false),
         }
     }
 
@@ -52,7 +62,7 @@ impl Process {
         self.generation.get() != generation
     }
 
-    fn stopped(&self) -> bool {
+    fn resolved(&self) -> bool {
         self.stop_called.get() && self.stop_resolved.get()
     }
 }
@@ -82,7 +92,8 @@ impl ProcessFaults {
     };
 }
 
-/// `pauses every 400..1500ms (p=0.35) for 100..1500ms; stop p=0.4`.
+/// `pauses every 400..1500ms (p=0.35) for 100..1500ms; stop p=0.4` (shutdown's bound is not
+/// shown).
 impl std::fmt::Display for ProcessFaults {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (every, pause) = (self.pause_every, self.pause_for);
@@ -111,18 +122,19 @@ pub trait RealRun: Sized + 'static {
     fn process_faults(&self) -> ProcessFaults;
     fn replicas(&self) -> usize;
     fn process(&self, replica: usize) -> &Process;
-    /// Woken when a stop returns.
+    /// Woken when a stop resolves.
     fn changed(&self) -> &Notify;
     /// Installs a fresh worker on `replica` and starts its driver.
     fn start_worker(run: &Rc<Self>, replica: usize);
     /// The stop of `replica`'s current worker, if it has one.
     fn stop_worker(&self, replica: usize) -> Option<LocalBoxFuture<'static, ()>>;
-    /// Called once the safety phase's workers and faults are started.
-    fn safety_started(_run: &Rc<Self>) {}
-    /// Called as the liveness phase starts, after faults healed.
-    fn liveness_started(&self) {}
+    /// Called as the safety phase starts, before the workers and their faults.
+    fn safety_starts(_run: &Rc<Self>) {}
+    /// Called at the end of the safety phase, before the liveness phase's event and before
+    /// faults heal (where the simulated phases call `faults_heal`).
+    fn faults_heal(&self) {}
     /// Awaited when the liveness phase's time is up, before shutdown.
-    fn liveness_ended(_run: &Rc<Self>) -> LocalBoxFuture<'static, ()> {
+    fn liveness_ends(_run: &Rc<Self>) -> LocalBoxFuture<'static, ()> {
         Box::pin(async {})
     }
 }
@@ -134,10 +146,11 @@ pub async fn run_phases<R: RealRun>(run: Rc<R>) {
     phase(Phase::Safety);
     start_safety(&run);
     run.clock().sleep_until(duration_ms).await;
+    run.faults_heal();
     phase(Phase::Liveness);
     start_liveness(&run);
     run.clock().sleep_until(duration_ms + liveness_ms).await;
-    R::liveness_ended(&run).await;
+    R::liveness_ends(&run).await;
     phase(Phase::Shutdown);
     shutdown(&run).await;
     phase(Phase::End);
@@ -146,6 +159,7 @@ pub async fn run_phases<R: RealRun>(run: Rc<R>) {
 /// Every replica's worker and driver, its pauses, and (drawn) its stop.
 fn start_safety<R: RealRun>(run: &Rc<R>) {
     let (duration_ms, _) = run.phases_ms();
+    R::safety_starts(run);
     for replica in 0..run.replicas() {
         R::start_worker(run, replica);
         tokio::task::spawn_local(pauser(run.clone(), replica));
@@ -154,22 +168,27 @@ fn start_safety<R: RealRun>(run: &Rc<R>) {
             tokio::task::spawn_local(stopper(run.clone(), replica, at_ms));
         }
     }
-    R::safety_started(run);
 }
 
-/// Heals faults and restarts every replica whose stop returned with a fresh worker.
+/// Heals faults and restarts every replica whose stop resolved with a fresh worker.
 fn start_liveness<R: RealRun>(run: &Rc<R>) {
     run.draws().heal();
-    run.liveness_started();
     for replica in 0..run.replicas() {
-        let process = run.process(replica);
-        if process.stopped() {
-            process.generation.set(process.generation.get() + 1);
-            process.stop_called.set(false);
-            run.emit(Event::of(process.id, EventKind::Restarted));
-            R::start_worker(run, replica);
+        if run.process(replica).resolved() {
+            restart(run, replica);
         }
     }
+}
+
+/// Replaces `replica`'s stopped worker with a fresh one (its old driver ends).
+fn restart<R: RealRun>(run: &Rc<R>, replica: usize) {
+    let process = run.process(replica);
+    // invariant: only a worker whose stop resolved is replaced.
+    debug_assert!(process.resolved());
+    process.generation.set(process.generation.get() + 1);
+    process.stop_called.set(false);
+    run.emit(Event::of(process.id, EventKind::Restarted));
+    R::start_worker(run, replica);
 }
 
 /// Pauses `replica`'s process now and then, until faults heal.
@@ -192,40 +211,54 @@ async fn pauser<R: RealRun>(run: Rc<R>, replica: usize) {
     }
 }
 
-/// Stops `replica` at `at_ms` of the safety phase.
+/// Stops `replica` at `at_ms` of the safety phase (a planned stop, see the module docs).
 async fn stopper<R: RealRun>(run: Rc<R>, replica: usize, at_ms: u64) {
     run.clock().sleep_until(at_ms).await;
-    stop_now(run, replica).await;
+    stop_now(run, replica, true).await;
 }
 
-/// Calls `stop()` on `replica`'s worker once its process runs, and records it.
-async fn stop_now<R: RealRun>(run: Rc<R>, replica: usize) {
+/// Calls `stop()` on `replica`'s worker once its process runs, and records the call and its
+/// resolution.
+async fn stop_now<R: RealRun>(run: Rc<R>, replica: usize, planned: bool) {
     let Some(stop) = run.stop_worker(replica) else {
         return;
     };
     let process = run.process(replica);
+    process.stop_pending.set(true);
     process.gate.pass(&run.clock()).await;
+    let late = || planned && run.draws().healed() && !process.shutting_down.get();
+    if late() {
+        process.stop_pending.set(false);
+        return;
+    }
     process.stop_called.set(true);
     process.stop_resolved.set(false);
     run.emit(Event::of(process.id, EventKind::StopCalled));
     stop.await;
     process.stop_resolved.set(true);
+    process.stop_pending.set(false);
     run.emit(Event::of(process.id, EventKind::StopResolved));
     run.changed().notify_all();
+    if late() {
+        restart(&run, replica);
+    }
 }
 
-/// Stops every replica not stopped yet and waits (bounded) for every stop to return.
+/// Stops every replica not stopped or being stopped, and waits (bounded) for every stop to
+/// resolve.
 async fn shutdown<R: RealRun>(run: &Rc<R>) {
     for replica in 0..run.replicas() {
-        if !run.process(replica).stop_called.get() {
-            tokio::task::spawn_local(stop_now(run.clone(), replica));
+        let process = run.process(replica);
+        process.shutting_down.set(true);
+        if !process.stop_called.get() && !process.stop_pending.get() {
+            tokio::task::spawn_local(stop_now(run.clone(), replica, false));
         }
     }
     let deadline_ms = run.clock().elapsed_ms() + run.process_faults().stop_bound_ms;
-    let all_stopped = || (0..run.replicas()).all(|replica| run.process(replica).stopped());
-    let stopped = run.changed().wait_until(all_stopped);
+    let all_resolved = || (0..run.replicas()).all(|replica| run.process(replica).resolved());
+    let resolved = run.changed().wait_until(all_resolved);
     let _ = select(
-        std::pin::pin!(stopped),
+        std::pin::pin!(resolved),
         std::pin::pin!(run.clock().sleep_until(deadline_ms)),
     )
     .await;

@@ -18,9 +18,11 @@
 //! - *skew*: each replica's clock is off the store's by a drawn amount; the correct worker
 //!   reads its clock only for metrics and dead letters, a worker that passes its clock as the
 //!   store's `now` expires holds early.
-//! - *refusal*: a fault: a request is refused before it reaches the store (`Rejected`), a
-//!   transient error the retry policy must handle.
-//! - *phases*: safety (pauses, stops, refusals) for the run's duration, liveness (faults
+//! - *port faults*: a request refused before it reaches the store, lost on its way, or its
+//!   answer lost after the store applied it ([`crate::NetFaults`]): transient errors the retry
+//!   policy must handle; and a supervisor's second `run()` while one is active.
+//! - *phases* ([`crate::phases`]): safety (pauses, stops, port faults) for the run's duration,
+//!   liveness (faults
 //!   healed, stopped replicas restarted with fresh workers; every due hold must be expired or
 //!   parked within `due_bound_ms`), shutdown (every replica stopped), end.
 
@@ -83,7 +85,8 @@ pub struct RealSettings {
     pub second_run_probability: f64,
     /// Each replica's clock is off the store's by up to this much, either way.
     pub skew_ms: u64,
-    /// Pauses (each longer than a claim, so another worker can take the holds over), stops, and shutdown's bound.
+    /// Pauses (up to longer than a claim, so another worker can take the holds over), stops,
+    /// and shutdown's bound.
     pub process: ProcessFaults,
     /// Once faults heal, how long a due hold may stay held.
     pub due_bound_ms: u64,
@@ -135,7 +138,7 @@ pub struct RealConfig {
     /// The safety phase, then the liveness phase.
     pub duration_ms: u64,
     pub liveness_ms: u64,
-    /// Seeds the fault plan (agents, pauses, stops, skews, latencies, refusals).
+    /// Seeds the fault plan (agents, pauses, stops, skews, latencies, port faults).
     pub seed: u64,
     pub settings: RealSettings,
     /// Keep every event (for a trace); otherwise only counted.
@@ -298,8 +301,9 @@ async fn call(replica: &Replica, request: Request) -> Answer {
             None
         }
         Delivery::Delivered => {
-            let answer = apply(replica, id, request).await;
-            let lost = net.reply_lost(&world.draws);
+            let (answer, applied) = apply(replica, id, request).await;
+            // A reply can be lost only after the store applied the call.
+            let lost = applied && net.reply_lost(&world.draws);
             if lost {
                 recorder.emit_for(replica.id, EventKind::ReplyLost { call: id });
             }
@@ -328,8 +332,9 @@ async fn call(replica: &Replica, request: Request) -> Answer {
     answer
 }
 
-/// Applies `request` (call `id`) on the serial line and records what the store did.
-async fn apply(replica: &Replica, id: u64, request: Request) -> Answer {
+/// Applies `request` (call `id`) on the serial line and records what the store did: the
+/// answer, and whether the store applied the call (a store error refuses it).
+async fn apply(replica: &Replica, id: u64, request: Request) -> (Answer, bool) {
     let (world, who) = (&replica.world, replica.id);
     let connection = replica.connection.clone();
     let (ticket, answer) = world
@@ -340,12 +345,15 @@ async fn apply(replica: &Replica, id: u64, request: Request) -> Answer {
         })
         .await;
     world.recorder.recorded(ticket).await;
-    answer.unwrap_or_else(|error| {
-        let mut stats = world.recorder.stats();
-        stats.store_errors += 1;
-        stats.last_store_error = Some(error);
-        Answer::Failed(Failure::Rejected)
-    })
+    match answer {
+        Ok(answer) => (answer, true),
+        Err(error) => {
+            let mut stats = world.recorder.stats();
+            stats.store_errors += 1;
+            stats.last_store_error = Some(error);
+            (Answer::Failed(Failure::Rejected), false)
+        }
+    }
 }
 
 /// The replica's store port on the real store (both [`Store`] and the primitives).
@@ -752,8 +760,8 @@ impl RealRun for Run {
         Some(Box::pin(async move { worker.stop().await }))
     }
 
-    /// The agents place and consume holds through the safety phase.
-    fn safety_started(run: &Rc<Run>) {
+    /// The agents place and consume holds until the liveness phase ends.
+    fn safety_starts(run: &Rc<Run>) {
         tokio::task::spawn_local(agents(run.world.clone()));
     }
 }

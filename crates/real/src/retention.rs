@@ -6,7 +6,8 @@
 //! - *replica*: one worker process: its gate, its connections (one for the lease service, one
 //!   for the record store, so a renewal never queues behind a delete), its worker, and a
 //!   driver calling `run()` on a jittered schedule (as the simulation's driver does).
-//! - *phases*: as in a simulation: safety (pauses and stops injected) for the run's duration,
+//! - *phases* ([`crate::phases`]): as in a simulation: safety (pauses, stops and port faults
+//!   injected) for the run's duration,
 //!   liveness (faults healed, stopped replicas restarted with fresh workers) in which the
 //!   backlog must drain, shutdown (every replica stopped), end.
 //! - *recorder*: stamps every event with the run clock, numbers it, and feeds it at once to
@@ -78,7 +79,8 @@ pub struct RealSettings {
     pub delete_latency: SpanMs,
     /// Calls refused, requests lost and replies lost around the store (safety phase only).
     pub net: NetFaults,
-    /// Pauses (each longer than a lease lifetime, so a rival can take over), stops, and shutdown's bound.
+    /// Pauses (up to longer than a lease lifetime, so a rival can take over), stops, and
+    /// shutdown's bound.
     pub process: ProcessFaults,
     /// Once faults heal, how long a term may stay open.
     pub term_bound_ms: u64,
@@ -121,7 +123,7 @@ pub struct RealConfig {
     /// The safety phase, then the liveness phase.
     pub duration_ms: u64,
     pub liveness_ms: u64,
-    /// Seeds the fault plan (pauses, stops, latencies, schedule jitter).
+    /// Seeds the fault plan (pauses, stops, latencies, port faults, schedule jitter).
     pub seed: u64,
     pub settings: RealSettings,
     /// Keep every event (for a trace); otherwise only counted.
@@ -349,8 +351,9 @@ async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: R
             None
         }
         Delivery::Delivered => {
-            let answer = apply(replica, connection, id, request).await;
-            let lost = net.reply_lost(&replica.draws);
+            let (answer, applied) = apply(replica, connection, id, request).await;
+            // A reply can be lost only after the store applied the call.
+            let lost = applied && net.reply_lost(&replica.draws);
             if lost {
                 recorder.emit_for(replica.id, EventKind::ReplyLost { call: id });
             }
@@ -379,13 +382,14 @@ async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: R
     answer
 }
 
-/// Applies `request` (call `id`) in one transaction and records what the store did.
+/// Applies `request` (call `id`) in one transaction and records what the store did: the
+/// answer, and whether the store applied the call (a store error refuses it).
 async fn apply(
     replica: &Replica,
     connection: &Arc<Mutex<Connection>>,
     id: u64,
     request: Request,
-) -> Answer {
+) -> (Answer, bool) {
     let recorder = &replica.recorder;
     let clock = recorder.clock;
     let (connection, owner_id) = (connection.clone(), replica.id.owner_id());
@@ -401,7 +405,7 @@ async fn apply(
     match applied {
         Ok((applied, answer)) => {
             recorder.emit_for(replica.id, EventKind::Applied { call: id, applied });
-            answer
+            (answer, true)
         }
         Err(error) => {
             let mut stats = recorder.stats.borrow_mut();
@@ -410,7 +414,7 @@ async fn apply(
             drop(stats);
             let op = request.op();
             recorder.emit_for(replica.id, EventKind::Rejected { call: id, op });
-            Answer::Failed(Failure::Rejected)
+            (Answer::Failed(Failure::Rejected), false)
         }
     }
 }
@@ -536,6 +540,31 @@ pub fn workers() -> Vec<&'static str> {
         .collect()
 }
 
+/// Every defective worker a real run builds, as `catalogue module => type`, handed to
+/// `$then` (the builder's match and the list of built names are made from it).
+macro_rules! built_defects {
+    ($then:ident) => {
+        $then!(
+            naive => NaiveWorker,
+            interval_renewal => IntervalRenewalWorker,
+            stale_release => StaleReleaseWorker,
+            moving_cutoff => MovingCutoffWorker,
+            uncapped => UncappedWorker,
+            unjoined_stop => UnjoinedStopWorker,
+            early_cutoff => EarlyCutoffWorker,
+            leaked_renewal => LeakedRenewalWorker,
+            delete_after_loss => DeleteAfterLossWorker,
+            renew_error_no_release => RenewErrorNoReleaseWorker,
+            acquired_token => AcquiredTokenWorker,
+            leftover_release => LeftoverReleaseWorker,
+            stale_renewal => StaleRenewalWorker,
+            whole_batches => WholeBatchesWorker,
+            no_renewal => NoRenewalWorker,
+            sleepy_stop => SleepyStopWorker
+        )
+    };
+}
+
 /// Builds the worker `name` on `replica`'s real ports.
 fn build_worker(name: &str, replica: &Rc<Replica>) -> Option<Rc<dyn RealWorker>> {
     let owner = replica.id.owner_id();
@@ -554,24 +583,7 @@ fn build_worker(name: &str, replica: &Rc<Replica>) -> Option<Rc<dyn RealWorker>>
             }
         };
     }
-    Some(pick!(
-        naive => NaiveWorker,
-        interval_renewal => IntervalRenewalWorker,
-        stale_release => StaleReleaseWorker,
-        moving_cutoff => MovingCutoffWorker,
-        uncapped => UncappedWorker,
-        unjoined_stop => UnjoinedStopWorker,
-        early_cutoff => EarlyCutoffWorker,
-        leaked_renewal => LeakedRenewalWorker,
-        delete_after_loss => DeleteAfterLossWorker,
-        renew_error_no_release => RenewErrorNoReleaseWorker,
-        acquired_token => AcquiredTokenWorker,
-        leftover_release => LeftoverReleaseWorker,
-        stale_renewal => StaleRenewalWorker,
-        whole_batches => WholeBatchesWorker,
-        no_renewal => NoRenewalWorker,
-        sleepy_stop => SleepyStopWorker
-    ))
+    Some(built_defects!(pick))
 }
 
 /// The setup of the run's store: fencing on, the workers' lease lifetime, the rows spread
@@ -730,13 +742,15 @@ impl RealRun for World {
         Some(Box::pin(async move { worker.stop().await }))
     }
 
-    fn liveness_started(&self) {
+    /// The backlog mark: rows eligible when faults heal must be gone by the liveness phase's
+    /// end.
+    fn faults_heal(&self) {
         let retention_ms = self.config.settings.worker.retention_ms;
         let eligible_before_ms = self.clock().now_ms().saturating_sub(retention_ms);
         self.eligible_before_ms.set(eligible_before_ms);
     }
 
-    fn liveness_ended(world: &Rc<World>) -> LocalBoxFuture<'static, ()> {
+    fn liveness_ends(world: &Rc<World>) -> LocalBoxFuture<'static, ()> {
         let world = world.clone();
         Box::pin(async move { backlog_check(&world, world.eligible_before_ms.get()).await })
     }
@@ -963,4 +977,27 @@ pub fn run(config: &RealConfig) -> Result<RealReport, RealError> {
         stats,
         events: recorder.kept.take(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names `build_worker` builds: `correct` and `built_defects`'.
+    macro_rules! names {
+        ($($module:ident => $worker:ident),*) => {
+            &["correct", $(defects::$module::NAME),*]
+        };
+    }
+    const BUILT: &[&str] = built_defects!(names);
+
+    /// `--worker NAME` accepts the names `workers()` lists; each must be one `build_worker`
+    /// builds, or the run panics after the name was accepted.
+    #[test]
+    fn every_listed_worker_is_built() {
+        let listed = workers();
+        let unbuilt: Vec<&&str> = listed.iter().filter(|name| !BUILT.contains(name)).collect();
+        assert!(unbuilt.is_empty(), "listed, never built: {unbuilt:?}");
+        assert_eq!(listed.len(), BUILT.len(), "built, never listed");
+    }
 }

@@ -65,10 +65,10 @@ pub struct RealArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
     runs: u64,
     /// The SQLite file to create; default: a file in the temporary directory, removed after.
-    /// An existing file is refused unless --replace-db is given (the run drops its tables).
+    /// An existing file is refused unless --replace-db is given (the run deletes it).
     #[arg(long)]
     db: Option<PathBuf>,
-    /// Let --db name an existing file and replace the run's tables in it.
+    /// Let --db name an existing file: the run deletes it and creates a fresh store.
     #[arg(long, requires = "db")]
     replace_db: bool,
     /// The PostgreSQL server (default: $LEASESIM_PG_URL).
@@ -100,6 +100,26 @@ pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
     }
     check_worker(&args.worker, &retention::workers())?;
     let (target, scratch) = target(&args, store)?;
+    let runs = retention_runs(&args, &target);
+    // The scratch file goes whether the runs ended or one could not start.
+    if let Some(path) = scratch {
+        remove_sqlite(&path);
+    }
+    let (caught, last) = runs?;
+    if args.trace {
+        print_trace(&last);
+    }
+    if args.runs > 1 {
+        print_summary(&args, &caught);
+    }
+    Ok(i32::from(!caught.is_empty()))
+}
+
+/// The retention runs of `args` on `target`: the invariants they broke, and the last report.
+fn retention_runs(
+    args: &RealArgs,
+    target: &StoreTarget,
+) -> Result<(Vec<String>, RealReport), UsageError> {
     let mut caught = Vec::new();
     let mut last = None;
     for seed in args.seed..args.seed + args.runs {
@@ -114,26 +134,16 @@ pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
             keep_events: args.trace && seed + 1 == args.seed + args.runs,
         };
         if seed == args.seed {
-            print_header(&config, &args);
+            print_header(&config, args);
         }
-        let report = retention::run(&config).map_err(|error| run_error(error, &target))?;
+        let report = retention::run(&config).map_err(|error| run_error(error, target))?;
         print_run(seed, &report, args.runs > 1);
         if let Some(violation) = &report.violation {
             caught.push(violation.invariant.to_string());
         }
         last = Some(report);
     }
-    if let Some(path) = scratch {
-        remove_sqlite(&path);
-    }
-    let last = last.expect("at least one run");
-    if args.trace {
-        print_trace(&last);
-    }
-    if args.runs > 1 {
-        print_summary(&args, &caught);
-    }
-    Ok(i32::from(!caught.is_empty()))
+    Ok((caught, last.expect("at least one run")))
 }
 
 /// A run that could not start, as bad input: the store could not be set up (unreachable
@@ -210,8 +220,8 @@ fn target(args: &RealArgs, store: StoreKind) -> Result<(StoreTarget, Option<Path
                 return Err(UsageError::BadValue {
                     flag: "--db",
                     given: db.display().to_string(),
-                    why: "the file exists and a real run would replace its tables: name a new \
-                          file, or add --replace-db"
+                    why: "the file exists and a real run would delete it: name a new file, or \
+                          add --replace-db"
                         .into(),
                 });
             }
