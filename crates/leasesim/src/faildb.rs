@@ -176,12 +176,19 @@ impl FailureDb {
         self.entries.iter().filter(|e| !before.contains(e)).count()
     }
 
-    /// Merges the file as it is now into this database and writes the union atomically
-    /// (temporary file, then rename). A lock file beside it (`NAME.toml.lock`) makes
-    /// processes that save at once — test binaries sharing `LEASESIM_FAILURES`, two campaigns
-    /// — take turns: each reads what the others wrote before it writes, so no process's
-    /// failures are lost. A file that no longer parses is reported, not overwritten.
-    pub fn save(&mut self) -> Result<(), UsageError> {
+    /// Records `found`: merges the file as it is now into this database, adds `found`
+    /// (deduplicated, capped per signature) and, if that kept any entry the file did not
+    /// hold, writes the union atomically (temporary file, then rename). Answers how many of
+    /// `found` the file now holds that it did not before. A lock file beside it
+    /// (`NAME.toml.lock`) makes processes that record at once — test binaries sharing
+    /// `LEASESIM_FAILURES`, two campaigns — take turns: each reads what the others wrote
+    /// before it writes, so no process's failures are lost. A file that no longer parses is
+    /// reported, not overwritten.
+    pub fn record(&mut self, found: impl IntoIterator<Item = Entry>) -> Result<usize, UsageError> {
+        let found: Vec<Entry> = found.into_iter().collect();
+        if found.is_empty() {
+            return Ok(0);
+        }
         std::fs::create_dir_all(self.dir()).map_err(|err| self.unwritable(err))?;
         let lock = std::fs::OpenOptions::new()
             .create(true)
@@ -193,12 +200,22 @@ impl FailureDb {
         lock.lock().map_err(|err| self.unwritable(err))?;
         let on_disk = FailureDb::open(&self.path)?;
         self.add(on_disk.entries);
+        let added = self.add(found);
+        if added > 0 {
+            self.write()?;
+        }
+        Ok(added)
+    }
+
+    /// Writes the whole file through a temporary file and a rename (callers hold the lock).
+    fn write(&self) -> Result<(), UsageError> {
         let text = toml::to_string(&File {
             failures: self.entries.clone(),
         })
         .expect("entries serialise to TOML");
-        let header = "# leasesim failure database: failures found by `leasesim fuzz`, replayed first\n\
-                      # by the next fuzz. Commit it to keep them as a regression set.\n\n";
+        let header = "# leasesim failure database: failures found by `leasesim fuzz`, \
+                      replayed first\n# by the next fuzz. Commit it to keep them as a \
+                      regression set.\n\n";
         let temporary = self.path.with_extension("toml.tmp");
         std::fs::write(&temporary, format!("{header}{text}"))
             .map_err(|err| self.unwritable(err))?;
@@ -228,15 +245,13 @@ mod tests {
         let path = dir.path().join("failures.toml");
         let temporary = path.with_extension("toml.tmp");
         let mut db = FailureDb::open(&path).unwrap();
-        db.add([entry(1, "term-cap")]);
-        db.save().unwrap();
+        assert_eq!(db.record([entry(1, "term-cap")]).unwrap(), 1);
         let saved = std::fs::read_to_string(&path).unwrap();
         // A write that fails (the temporary's name is taken) keeps the old file whole.
         std::fs::create_dir(&temporary).unwrap();
         let mut db = FailureDb::open(&path).unwrap();
-        db.add([entry(2, "term-cap")]);
         assert!(
-            db.save().is_err(),
+            db.record([entry(2, "term-cap")]).is_err(),
             "the save went around its temporary file"
         );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), saved);
@@ -298,15 +313,37 @@ mod tests {
     }
 
     #[test]
-    fn save_and_open_round_trip() {
+    fn record_and_open_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/failures.toml");
         let mut db = FailureDb::open(&path).unwrap();
         db.check_writable().unwrap();
-        db.add([entry(1, "term-cap")]);
-        db.save().unwrap();
+        assert_eq!(db.record([entry(1, "term-cap")]).unwrap(), 1);
         let again = FailureDb::open(&path).unwrap();
         assert_eq!(again.entries(), db.entries());
+        // Recording what the file holds changes nothing and counts nothing.
+        assert_eq!(db.record([entry(1, "term-cap")]).unwrap(), 0);
+    }
+
+    /// Another process filled a signature with smaller seeds: a larger one is not kept, and
+    /// the count says so.
+    #[test]
+    fn a_failure_the_merge_drops_is_not_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("failures.toml");
+        let (mut mine, mut theirs) = (
+            FailureDb::open(&path).unwrap(),
+            FailureDb::open(&path).unwrap(),
+        );
+        let smaller: Vec<Entry> = (0..PER_SIGNATURE as u64)
+            .map(|s| entry(s, "term-cap"))
+            .collect();
+        assert_eq!(theirs.record(smaller).unwrap(), PER_SIGNATURE);
+        assert_eq!(mine.record([entry(99, "term-cap")]).unwrap(), 0);
+        assert_eq!(
+            FailureDb::open(&path).unwrap().entries().len(),
+            PER_SIGNATURE
+        );
     }
 
     #[test]
@@ -318,10 +355,10 @@ mod tests {
         assert!(err.contains("failures.toml:2:12"), "{err}");
     }
 
-    /// Eight savers on one file, each adding its own failures one save at a time (as test
+    /// Eight recorders on one file, each adding its own failures one at a time (as test
     /// binaries sharing `LEASESIM_FAILURES` do): the file ends with every one of them.
     #[test]
-    fn savers_at_once_keep_every_failure() {
+    fn recorders_at_once_keep_every_failure() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("failures.toml");
         let savers: Vec<_> = (0..8)
@@ -332,8 +369,7 @@ mod tests {
                     for seed in 0..20 {
                         let mut found = entry(seed, "term-cap");
                         found.worker = format!("worker-{saver}-{seed}");
-                        db.add([found]);
-                        db.save().unwrap();
+                        assert_eq!(db.record([found]).unwrap(), 1);
                     }
                 })
             })
@@ -345,7 +381,7 @@ mod tests {
         assert_eq!(
             saved.entries().len(),
             8 * 20,
-            "failures lost between savers"
+            "failures lost between recorders"
         );
     }
 }

@@ -501,12 +501,11 @@ fn save_findings(
     json: bool,
 ) -> Result<(), UsageError> {
     let Some(db) = db else { return Ok(()) };
-    let added = db.add(db_entries(summaries, scenarios, worker, strategy));
+    // Nothing new leaves the file as it is (and a clean campaign creates none).
+    let added = db.record(db_entries(summaries, scenarios, worker, strategy))?;
     if added == 0 {
-        // Nothing new: leave the file as it is (and a clean campaign creates none).
         return Ok(());
     }
-    db.save()?;
     if !json {
         println!("recorded {added} new failure(s) in {}", db.path().display());
     }
