@@ -561,9 +561,8 @@ fn shrink_uncapped_stays_minimal_and_its_choices_replay() {
 #[test]
 fn shrink_silences_uninvolved_replicas_and_the_file_carries_the_change() {
     // The shrinking target's case: the first failure of interval-renewal in `fuzz --scenario
-    // all`. Only
-    // one replica takes part; the choice passes alone stopped at 32 events, half of them the
-    // other replicas' acquires and pauses.
+    // all`. Only one replica takes part; the choice passes alone stop at 32 events, half of
+    // them the other replicas' acquires and pauses.
     let (original, shrunk, overrides) = shrink_and_replay("interval-renewal", "fencing-off", "0");
     assert!(
         shrunk <= 25,

@@ -1,7 +1,7 @@
 //! A restarted replica runs its fresh worker only: the driver of the worker it replaced starts
-//! no term after the restart. (Before, a driver held past the restart by a pause called its
-//! stopped worker once more, and `term-report` judged that call against a replica whose stop
-//! the restart had cleared: a false violation of the correct worker.)
+//! no term after the restart, even when a pause holds that driver past the restart. (Were it
+//! to call its stopped worker once more, `term-report` would judge that call against a replica
+//! whose stop the restart cleared: a false violation of the correct worker.)
 
 use std::rc::Rc;
 

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use leasesim::catalog::resolve_typed;
 use leasesim::retention::Retention;
 use leasesim::runner::{RunSpec, run};
-use leasesim::shrink::shrink;
+use leasesim::shrink::{Shrunk, shrink};
 use leasesim::systems::{erase, typed};
 use leasesim::{Strategy, Workers, choices};
 use leasesim_retention::checkers::Invariant;
@@ -58,6 +58,30 @@ fn spec(worker: &str, scenario: &str, feed: Feed) -> RunSpec<Retention> {
     )
 }
 
+/// The choice passes reached their fixpoint: zeroing any one choice of the shrunk run that is
+/// not zero gives no run that fails the same way (`label`) and is as small.
+fn assert_choice_fixpoint(worker: &str, scenario: &str, shrunk: &Shrunk<Retention>, label: &str) {
+    let report = &shrunk.report;
+    let (events, values) = (report.stats.events, &report.choices);
+    let values: Vec<u64> = values.iter().map(|c| c.value).collect();
+    for at in (0..values.len()).filter(|&at| values[at] > 0) {
+        let mut zeroed = values.clone();
+        zeroed[at] = 0;
+        let tried = run(&RunSpec {
+            scenario: shrunk.scenario.clone(),
+            record_choices: true,
+            ..spec(worker, scenario, Feed::Replay(zeroed))
+        });
+        let as_small = (tried.stats.events, tried.choices.len()) <= (events, values.len());
+        assert!(
+            tried.outcome.label() != label || !as_small,
+            "{worker}: zeroing choice {at} of {} still fails in {} events",
+            values.len(),
+            tried.stats.events
+        );
+    }
+}
+
 #[test]
 fn every_single_defect_workers_first_failure_shrinks_to_at_most_25_events() {
     let single_defect: Vec<&str> = leasesim::catalog::workers()
@@ -95,25 +119,7 @@ fn every_single_defect_workers_first_failure_shrinks_to_at_most_25_events() {
             too_big.push(format!("{worker}: {events} events"));
         }
 
-        // The choice passes reached their fixpoint: zeroing any one choice that is not zero
-        // gives no run that fails the same way and is as small.
-        let values: Vec<u64> = report.choices.iter().map(|c| c.value).collect();
-        for at in (0..values.len()).filter(|&at| values[at] > 0) {
-            let mut zeroed = values.clone();
-            zeroed[at] = 0;
-            let tried = run(&RunSpec {
-                scenario: shrunk.scenario.clone(),
-                record_choices: true,
-                ..spec(worker, scenario, Feed::Replay(zeroed))
-            });
-            let as_small = (tried.stats.events, tried.choices.len()) <= (events, values.len());
-            assert!(
-                tried.outcome.label() != label || !as_small,
-                "{worker}: zeroing choice {at} of {} still fails in {} events",
-                values.len(),
-                tried.stats.events
-            );
-        }
+        assert_choice_fixpoint(worker, scenario, &shrunk, &label);
 
         // The saved file alone (its overrides and values) replays the same run.
         let text = choices::render(&[], &shrunk.overrides, &report.choices);

@@ -660,7 +660,6 @@ mod tests {
         }
     }
 
-    /// The events of `steps`, with unique seqs, rising times and call ids equal to seqs.
     /// A call for an answer, apply or other event of replica `r` to name: half the picks one
     /// of the last four calls `r` sent (so that one attempt's calls get several answers),
     /// half any call sent so far.
@@ -671,11 +670,12 @@ mod tests {
             .saturating_sub(1 + (c / 2) % own.len().clamp(1, 4));
         let call = match c % 2 {
             0 => own.get(recent).copied(),
-            _ => calls.get(c % calls.len().max(1)),
+            _ => calls.get((c / 2) % calls.len().max(1)),
         };
         call.map(|&(call, request, _)| (call, request))
     }
 
+    /// The events of `steps`, with unique seqs, rising times and call ids equal to seqs.
     fn stream(steps: &[Step]) -> Vec<Stamped<Event>> {
         let mut calls: Vec<(u64, Request, u16)> = Vec::new();
         let mut events = Vec::new();

@@ -9,10 +9,11 @@
 //!   one kept: both are moved on when every checker has read the event.
 //!
 //! Seven checkers read every replica's ledger and five the book; each would otherwise keep its
-//! own, fed only the kinds it reads. A ledger moves on calls, answers, pass notes, stops and restarts only, the book on
-//! applies only, all within what those checkers read; the test below holds the shared views
-//! against private copies fed as each checker fed its own, and against a reference that works
-//! the book and the ledgers out again from the whole history.
+//! own, fed only the kinds it reads. A ledger moves on calls, answers, pass notes, stops and
+//! restarts only, the book on applies only, all within what those checkers read; the test
+//! below holds the shared views against private copies fed as each checker would feed its
+//! own, and against a reference that works the book and the ledgers out again from the whole
+//! history.
 
 use leasesim_invariants::PerReplica;
 
