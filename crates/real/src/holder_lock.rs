@@ -51,7 +51,7 @@ use leasesim_stores::redis::holder_lock::{Observed, RedisConnection, RedisStore}
 use crate::phases::{Process, ProcessFaults, RealRun, run_phases};
 use crate::record::{Line, Recorder};
 use crate::retention::RealError;
-use crate::{Delivery, Draws, NetFaults, RunClock, SpanMs};
+use crate::{Draws, Leg, NetFaults, RunClock, SpanMs, carry};
 
 /// The world of a real run, scaled down so a run of seconds sees many attempts.
 #[derive(Clone, Debug, PartialEq)]
@@ -384,37 +384,16 @@ async fn call(replica: &Replica, request: Request) -> Answer {
     recorder.emit_for(replica.id, EventKind::Call { call: id, request });
     let latency = world.settings().latency;
     let (out_ms, back_ms) = (latency.draw(&world.draws), latency.draw(&world.draws));
-    let (sent_ms, op, net) = (clock.elapsed_ms(), request.op(), world.settings().net);
+    let leg = Leg {
+        call: id,
+        sent_ms: clock.elapsed_ms(),
+        back_ms,
+    };
     world.sleep_ms(out_ms).await;
-    let delivered = match net.delivery(&world.draws) {
-        Delivery::Rejected => {
-            recorder.emit_for(replica.id, EventKind::Rejected { call: id, op });
-            Some(Answer::Failed(NetFailure::Rejected))
-        }
-        Delivery::Lost => {
-            recorder.emit_for(replica.id, EventKind::RequestLost { call: id, op });
-            None
-        }
-        Delivery::Delivered => {
-            let (answer, applied) = apply(replica, id, request).await;
-            // A reply can be lost only after the store applied the call.
-            let lost = applied && net.reply_lost(&world.draws);
-            if lost {
-                recorder.emit_for(replica.id, EventKind::ReplyLost { call: id });
-            }
-            (!lost).then_some(answer)
-        }
-    };
-    let answer = match delivered {
-        Some(answer) => {
-            world.sleep_ms(back_ms).await;
-            answer
-        }
-        None => {
-            clock.sleep_until(sent_ms + net.timeout_ms).await;
-            Answer::Failed(NetFailure::Timeout)
-        }
-    };
+    let (op, net) = (request.op(), world.settings().net);
+    let emit = |kind| recorder.emit_for(replica.id, kind);
+    let applied = apply(replica, id, request);
+    let answer = carry(leg, op, net, &world.draws, clock, emit, applied).await;
     replica.process.gate.pass(&clock).await;
     recorder.emit_for(
         replica.id,

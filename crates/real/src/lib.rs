@@ -33,6 +33,9 @@
 //! [`phases`] and [`record`] hold what they share (the phases, pauses, stops and shutdown; the
 //! recorder and the serial line of store calls).
 
+use std::future::Future;
+
+use leasesim_events::{EventKind, NetFailure, Vocabulary};
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use std::cell::{Cell, RefCell};
@@ -195,6 +198,62 @@ impl NetFaults {
     /// Draws whether the answer of an applied request is lost.
     pub fn reply_lost(&self, draws: &Draws) -> bool {
         draws.fault(self.reply_lost)
+    }
+}
+
+/// One call's way to the store and back, as [`carry`] takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct Leg {
+    /// The call's id, for the events.
+    pub call: u64,
+    /// When the worker sent it (run clock), for a lost call's timeout.
+    pub sent_ms: u64,
+    /// The drawn latency of the answer's way back.
+    pub back_ms: u64,
+}
+
+/// Carries a call that has crossed to the store through the port faults: refused, lost on
+/// its way, or applied by `apply` (which answers whether the store applied it) with its
+/// answer perhaps lost; `emit` records each fault as the simulated network does. Answers what
+/// the worker reads, after the way back or, for a lost call, at its timeout.
+pub async fn carry<V: Vocabulary>(
+    leg: Leg,
+    op: V::Op,
+    net: NetFaults,
+    draws: &Draws,
+    clock: RunClock,
+    emit: impl Fn(EventKind<V>),
+    apply: impl Future<Output = (V::Answer, bool)>,
+) -> V::Answer {
+    let call = leg.call;
+    let delivered = match net.delivery(draws) {
+        Delivery::Rejected => {
+            emit(EventKind::Rejected { call, op });
+            Some(V::failed(NetFailure::Rejected))
+        }
+        Delivery::Lost => {
+            emit(EventKind::RequestLost { call, op });
+            None
+        }
+        Delivery::Delivered => {
+            let (answer, applied) = apply.await;
+            // A reply can be lost only after the store applied the call.
+            let lost = applied && net.reply_lost(draws);
+            if lost {
+                emit(EventKind::ReplyLost { call });
+            }
+            (!lost).then_some(answer)
+        }
+    };
+    match delivered {
+        Some(answer) => {
+            tokio::time::sleep(std::time::Duration::from_millis(leg.back_ms)).await;
+            answer
+        }
+        None => {
+            clock.sleep_until(leg.sent_ms + net.timeout_ms).await;
+            V::failed(NetFailure::Timeout)
+        }
     }
 }
 

@@ -39,7 +39,7 @@ use retention_worker::{
 };
 
 use crate::phases::{Process, ProcessFaults, RealRun, run_phases};
-use crate::{Delivery, Draws, NetFaults, RunClock, SpanMs};
+use crate::{Draws, Leg, NetFaults, RunClock, SpanMs, carry};
 
 /// A connection a replica's thread-pool calls run on.
 pub type Connection = Box<dyn RetentionConnection + Send>;
@@ -339,37 +339,16 @@ async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: R
         _ => replica.settings.lease_latency,
     };
     let (out_ms, back_ms) = (latency.draw(&replica.draws), latency.draw(&replica.draws));
-    let (sent_ms, op, net) = (clock.elapsed_ms(), request.op(), replica.settings.net);
+    let leg = Leg {
+        call: id,
+        sent_ms: clock.elapsed_ms(),
+        back_ms,
+    };
     tokio::time::sleep(std::time::Duration::from_millis(out_ms)).await;
-    let delivered = match net.delivery(&replica.draws) {
-        Delivery::Rejected => {
-            recorder.emit_for(replica.id, EventKind::Rejected { call: id, op });
-            Some(Answer::Failed(Failure::Rejected))
-        }
-        Delivery::Lost => {
-            recorder.emit_for(replica.id, EventKind::RequestLost { call: id, op });
-            None
-        }
-        Delivery::Delivered => {
-            let (answer, applied) = apply(replica, connection, id, request).await;
-            // A reply can be lost only after the store applied the call.
-            let lost = applied && net.reply_lost(&replica.draws);
-            if lost {
-                recorder.emit_for(replica.id, EventKind::ReplyLost { call: id });
-            }
-            (!lost).then_some(answer)
-        }
-    };
-    let answer = match delivered {
-        Some(answer) => {
-            tokio::time::sleep(std::time::Duration::from_millis(back_ms)).await;
-            answer
-        }
-        None => {
-            clock.sleep_until(sent_ms + net.timeout_ms).await;
-            Answer::Failed(Failure::Timeout)
-        }
-    };
+    let (op, net, draws) = (request.op(), replica.settings.net, &*replica.draws);
+    let emit = |kind| recorder.emit_for(replica.id, kind);
+    let applied = apply(replica, connection, id, request);
+    let answer = carry(leg, op, net, draws, clock, emit, applied).await;
     replica.process.gate.pass(&clock).await;
     recorder.emit_for(
         replica.id,
