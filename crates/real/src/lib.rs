@@ -201,30 +201,72 @@ impl NetFaults {
     }
 }
 
+/// One replica's end of the network, as [`round_trip`] takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct Link<'a> {
+    /// The replica's process: a request leaves, and an answer is read, only while it runs.
+    pub gate: &'a Gate,
+    pub draws: &'a Draws,
+    pub clock: RunClock,
+    pub net: NetFaults,
+}
+
+/// A call's whole way, as every real run makes it: it leaves when the process runs (its id
+/// from `next_id`, its `Call` recorded), crosses a drawn `latency`, meets the port faults
+/// ([`NetFaults`]: refused, lost on its way, or applied by `apply(id)`, which answers whether
+/// the store applied it, with its answer perhaps lost), crosses back (or times out) and is
+/// read when the process runs (`Answered`). `emit` records each event of the replica.
+pub async fn round_trip<V: Vocabulary, F>(
+    link: Link<'_>,
+    request: V::Request,
+    latency: SpanMs,
+    next_id: impl FnOnce() -> u64,
+    emit: impl Fn(EventKind<V>),
+    apply: impl FnOnce(u64) -> F,
+) -> V::Answer
+where
+    F: Future<Output = (V::Answer, bool)>,
+{
+    link.gate.pass(&link.clock).await;
+    let call = next_id();
+    emit(EventKind::Call { call, request });
+    let (out_ms, back_ms) = (latency.draw(link.draws), latency.draw(link.draws));
+    let leg = Leg {
+        call,
+        sent_ms: link.clock.elapsed_ms(),
+        back_ms,
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(out_ms)).await;
+    let op = V::op(&request);
+    let answer = carry(leg, op, link, &emit, apply(call)).await;
+    link.gate.pass(&link.clock).await;
+    emit(EventKind::Answered { call, op, answer });
+    answer
+}
+
 /// One call's way to the store and back, as [`carry`] takes it.
 #[derive(Clone, Copy, Debug)]
-pub struct Leg {
+struct Leg {
     /// The call's id, for the events.
-    pub call: u64,
+    call: u64,
     /// When the worker sent it (run clock), for a lost call's timeout.
-    pub sent_ms: u64,
+    sent_ms: u64,
     /// The drawn latency of the answer's way back.
-    pub back_ms: u64,
+    back_ms: u64,
 }
 
 /// Carries a call that has crossed to the store through the port faults: refused, lost on
-/// its way, or applied by `apply` (which answers whether the store applied it) with its
-/// answer perhaps lost; `emit` records each fault as the simulated network does. Answers what
-/// the worker reads, after the way back or, for a lost call, at its timeout.
-pub async fn carry<V: Vocabulary>(
+/// its way, or applied by `apply` with its answer perhaps lost; `emit` records each fault as
+/// the simulated network does. Answers what the worker reads, after the way back or, for a
+/// lost call, at its timeout.
+async fn carry<V: Vocabulary>(
     leg: Leg,
     op: V::Op,
-    net: NetFaults,
-    draws: &Draws,
-    clock: RunClock,
-    emit: impl Fn(EventKind<V>),
+    link: Link<'_>,
+    emit: &impl Fn(EventKind<V>),
     apply: impl Future<Output = (V::Answer, bool)>,
 ) -> V::Answer {
+    let (net, draws) = (link.net, link.draws);
     let call = leg.call;
     let delivered = match net.delivery(draws) {
         Delivery::Rejected => {
@@ -251,7 +293,7 @@ pub async fn carry<V: Vocabulary>(
             answer
         }
         None => {
-            clock.sleep_until(leg.sent_ms + net.timeout_ms).await;
+            link.clock.sleep_until(leg.sent_ms + net.timeout_ms).await;
             V::failed(NetFailure::Timeout)
         }
     }

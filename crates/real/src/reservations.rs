@@ -54,7 +54,7 @@ use reservations_worker::{
 use crate::phases::{Process, ProcessFaults, RealRun, run_phases};
 use crate::record::{Line, Recorder};
 use crate::retention::{RealError, StoreTarget};
-use crate::{Draws, Leg, NetFaults, RunClock, SpanMs, carry};
+use crate::{Draws, Link, NetFaults, RunClock, SpanMs, round_trip};
 
 /// A connection the serial line's calls run on.
 pub type Connection = Box<dyn ReservationConnection + Send>;
@@ -282,33 +282,25 @@ fn outcome(
 /// latency (or is refused or lost on the way), is applied on the serial line, and its answer
 /// crosses back (or is lost, and the caller times out) and is read when the process runs.
 async fn call(replica: &Replica, request: Request) -> Answer {
-    let world = &replica.world;
-    let (recorder, clock) = (&world.recorder, world.clock());
-    replica.process.gate.pass(&clock).await;
-    let id = recorder.call_id();
-    recorder.emit_for(replica.id, EventKind::Call { call: id, request });
-    let latency = world.settings().latency;
-    let (out_ms, back_ms) = (latency.draw(&world.draws), latency.draw(&world.draws));
-    let leg = Leg {
-        call: id,
-        sent_ms: clock.elapsed_ms(),
-        back_ms,
+    let (world, recorder) = (&replica.world, &replica.world.recorder);
+    let link = Link {
+        gate: &replica.process.gate,
+        draws: &world.draws,
+        clock: world.clock(),
+        net: world.settings().net,
     };
-    world.sleep_ms(out_ms).await;
-    let (op, net) = (request.op(), world.settings().net);
+    let next_id = || recorder.call_id();
     let emit = |kind| recorder.emit_for(replica.id, kind);
-    let applied = apply(replica, id, request);
-    let answer = carry(leg, op, net, &world.draws, clock, emit, applied).await;
-    replica.process.gate.pass(&clock).await;
-    recorder.emit_for(
-        replica.id,
-        EventKind::Answered {
-            call: id,
-            op,
-            answer,
-        },
-    );
-    answer
+    let apply = |id| apply(replica, id, request);
+    round_trip(
+        link,
+        request,
+        world.settings().latency,
+        next_id,
+        emit,
+        apply,
+    )
+    .await
 }
 
 /// Applies `request` (call `id`) on the serial line and records what the store did: the

@@ -39,7 +39,7 @@ use retention_worker::{
 };
 
 use crate::phases::{Process, ProcessFaults, RealRun, run_phases};
-use crate::{Draws, Leg, NetFaults, RunClock, SpanMs, carry};
+use crate::{Draws, Link, NetFaults, RunClock, SpanMs, round_trip};
 
 /// A connection a replica's thread-pool calls run on.
 pub type Connection = Box<dyn RetentionConnection + Send>;
@@ -330,35 +330,20 @@ impl Clock for RealClock {
 /// crosses back (or is lost, and the caller times out) and is read when the process runs.
 async fn call(replica: &Replica, connection: &Arc<Mutex<Connection>>, request: Request) -> Answer {
     let recorder = &replica.recorder;
-    let clock = recorder.clock;
-    replica.process.gate.pass(&clock).await;
-    let id = recorder.call_id();
-    recorder.emit_for(replica.id, EventKind::Call { call: id, request });
+    let link = Link {
+        gate: &replica.process.gate,
+        draws: &replica.draws,
+        clock: recorder.clock,
+        net: replica.settings.net,
+    };
     let latency = match request {
         Request::Delete { .. } => replica.settings.delete_latency,
         _ => replica.settings.lease_latency,
     };
-    let (out_ms, back_ms) = (latency.draw(&replica.draws), latency.draw(&replica.draws));
-    let leg = Leg {
-        call: id,
-        sent_ms: clock.elapsed_ms(),
-        back_ms,
-    };
-    tokio::time::sleep(std::time::Duration::from_millis(out_ms)).await;
-    let (op, net, draws) = (request.op(), replica.settings.net, &*replica.draws);
+    let next_id = || recorder.call_id();
     let emit = |kind| recorder.emit_for(replica.id, kind);
-    let applied = apply(replica, connection, id, request);
-    let answer = carry(leg, op, net, draws, clock, emit, applied).await;
-    replica.process.gate.pass(&clock).await;
-    recorder.emit_for(
-        replica.id,
-        EventKind::Answered {
-            call: id,
-            op,
-            answer,
-        },
-    );
-    answer
+    let apply = |id| apply(replica, connection, id, request);
+    round_trip(link, request, latency, next_id, emit, apply).await
 }
 
 /// Applies `request` (call `id`) in one transaction and records what the store did: the
