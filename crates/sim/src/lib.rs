@@ -51,7 +51,7 @@ pub use system::{
     WorkerOf, WorkerUnderTest, Workers, catalogue,
 };
 pub use task::TaskHandle;
-pub use world::World;
+pub use world::{StoreFailure, StoreHook, World};
 
 use leasesim_events::{Event, Stamped};
 use leasesim_rt::{Choice, PctStats, RunOutcome, Sim, SimConfig};

@@ -9,6 +9,9 @@
 //!   the answer then flies back after another drawn latency, or is lost (fault) and the
 //!   caller sees a timeout: from a timeout alone a caller cannot tell whether its request
 //!   took effect.
+//! - *store hook*: what applies requests in place of the simulated services in a real run
+//!   ([`StoreHook`]): a real store behind the same flight, so latency, refusals and lost
+//!   replies are drawn around the real call exactly as around a simulated one.
 //! - *healed*: the liveness phase switches every fault off; latencies remain.
 //! - *service time*: [`EPOCH_MS`] + virtual time; every service's clock.
 
@@ -24,9 +27,37 @@ use crate::reply::{Replies, ReplyWait};
 use crate::scenario::Scenario;
 use crate::system::System;
 
+/// How a store hook's call ended when the store did not answer it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreFailure {
+    /// The store refused the call and applied nothing: the caller sees a refusal.
+    Refused,
+    /// The call's outcome is unknown (the connection failed after the call was sent): the
+    /// caller sees a timeout, and the run's trace lacks what the store may have applied.
+    Unknown,
+}
+
+/// Applies a system's requests on a real store in place of its simulated services.
+///
+/// A real run installs one ([`World::with_store`]); the world calls it at every request's
+/// apply instant, between the drawn latencies and faults of the flight. A hook may apply the
+/// simulated model beside the store ([`Apply::apply`](crate::Apply::apply)) to keep the
+/// world's services in step with it, and compare the two answers.
+pub trait StoreHook<S: System> {
+    /// Applies `request` of `replica` now (service time [`World::service_now_ms`]).
+    fn apply(
+        &self,
+        world: &World<S>,
+        replica: ReplicaId,
+        request: S::Request,
+    ) -> Result<(S::Applied, S::Answer), StoreFailure>;
+}
+
 /// One run's world of system `S`.
 pub struct World<S: System> {
     env: Rc<dyn Env<S>>,
+    /// The real store a real run applies requests to; `None`: the simulated services.
+    store: Option<Rc<dyn StoreHook<S>>>,
     scenario: Rc<Scenario<S>>,
     profile: FaultProfile<S>,
     services: RefCell<S::Services>,
@@ -46,6 +77,7 @@ impl<S: System> World<S> {
             .collect();
         World {
             env,
+            store: None,
             scenario,
             profile,
             services: RefCell::new(services),
@@ -55,6 +87,13 @@ impl<S: System> World<S> {
             healed: Cell::new(false),
             replies: Replies::default(),
         }
+    }
+
+    /// The same world applying its requests through `store` (a real run).
+    #[must_use]
+    pub fn with_store(mut self, store: Rc<dyn StoreHook<S>>) -> Self {
+        self.store = Some(store);
+        self
     }
 
     pub fn env(&self) -> &dyn Env<S> {
@@ -150,15 +189,20 @@ impl<S: System> World<S> {
         let latency = self.profile.latency.get(op);
         env.sleep(env.range(latency.min, latency.max)).await;
         if self.fault(self.profile.reject.get(op)) {
-            env.emit_for(replica, EventKind::Rejected { call, op });
-            env.sleep(env.range(latency.min, latency.max)).await;
-            return S::failed(NetFailure::Rejected);
+            return self.refused(replica, call, op).await;
         }
         if self.fault(self.profile.request_lost.get(op)) {
             env.emit_for(replica, EventKind::RequestLost { call, op });
             return self.timed_out(sent_ms).await;
         }
-        let (applied, answer) = S::apply(self, replica, request);
+        let (applied, answer) = match self.apply(replica, request) {
+            Ok(done) => done,
+            Err(StoreFailure::Refused) => return self.refused(replica, call, op).await,
+            Err(StoreFailure::Unknown) => {
+                env.emit_for(replica, EventKind::RequestLost { call, op });
+                return self.timed_out(sent_ms).await;
+            }
+        };
         env.emit_for(replica, EventKind::Applied { call, applied });
         if self.fault(self.profile.reply_lost.get(op)) {
             env.emit_for(replica, EventKind::ReplyLost { call });
@@ -166,6 +210,27 @@ impl<S: System> World<S> {
         }
         env.sleep(env.range(latency.min, latency.max)).await;
         answer
+    }
+
+    /// Applies `request` at the simulated services, or at the real store if the run has one.
+    fn apply(
+        &self,
+        replica: ReplicaId,
+        request: S::Request,
+    ) -> Result<(S::Applied, S::Answer), StoreFailure> {
+        match &self.store {
+            None => Ok(S::apply(self, replica, request)),
+            Some(store) => store.apply(self, replica, request),
+        }
+    }
+
+    /// A refusal: recorded, and its answer flies back after a drawn latency.
+    async fn refused(&self, replica: ReplicaId, call: u64, op: S::Op) -> S::Answer {
+        let env = self.env();
+        env.emit_for(replica, EventKind::Rejected { call, op });
+        let latency = self.profile.latency.get(op);
+        env.sleep(env.range(latency.min, latency.max)).await;
+        S::failed(NetFailure::Rejected)
     }
 
     /// The caller's timeout of a request sent at `sent_ms`: it comes `timeout_ms` after the

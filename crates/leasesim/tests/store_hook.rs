@@ -1,0 +1,118 @@
+//! A store hook sits where the simulated services were: a hook that applies the model gives
+//! the very same run, and one that refuses every call applies nothing.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use leasesim::work_items::WorkItems;
+use leasesim_events::{EventKind, ReplicaId};
+use leasesim_rt::{Sim, SimConfig};
+use leasesim_sim::{
+    Apply, EventSink, FaultProfile, SimEnv, StoreFailure, StoreHook, Workers, World, run_phases,
+    simulate,
+};
+
+/// Applies every request at the simulated services, as a run without a hook does.
+struct ModelHook;
+
+impl StoreHook<WorkItems> for ModelHook {
+    fn apply(
+        &self,
+        world: &World<WorkItems>,
+        replica: ReplicaId,
+        request: <WorkItems as leasesim_events::Vocabulary>::Request,
+    ) -> Result<
+        (
+            <WorkItems as leasesim_events::Vocabulary>::Applied,
+            <WorkItems as leasesim_events::Vocabulary>::Answer,
+        ),
+        StoreFailure,
+    > {
+        Ok(WorkItems::apply(world, replica, request))
+    }
+}
+
+/// Refuses every request, counting them.
+#[derive(Default)]
+struct RefusingHook {
+    calls: Cell<u64>,
+}
+
+impl StoreHook<WorkItems> for RefusingHook {
+    fn apply(
+        &self,
+        _world: &World<WorkItems>,
+        _replica: ReplicaId,
+        _request: <WorkItems as leasesim_events::Vocabulary>::Request,
+    ) -> Result<
+        (
+            <WorkItems as leasesim_events::Vocabulary>::Applied,
+            <WorkItems as leasesim_events::Vocabulary>::Answer,
+        ),
+        StoreFailure,
+    > {
+        self.calls.set(self.calls.get() + 1);
+        Err(StoreFailure::Refused)
+    }
+}
+
+fn steady() -> Rc<leasesim_sim::Scenario<WorkItems>> {
+    Rc::new(leasesim::catalog::resolve_typed::<WorkItems>("items-steady").expect("a builtin"))
+}
+
+/// One simulated run of `scenario` from `seed` with `hook` in place of the services: its
+/// trace hash and events.
+fn run_with(
+    scenario: &Rc<leasesim_sim::Scenario<WorkItems>>,
+    seed: u64,
+    hook: Rc<dyn StoreHook<WorkItems>>,
+) -> (
+    u64,
+    Vec<leasesim_events::Stamped<leasesim_events::Event<WorkItems>>>,
+) {
+    let mut sim = Sim::new(SimConfig::seeded(seed));
+    let handle = sim.handle();
+    let events = Rc::new(EventSink::new(handle.clone(), true));
+    let env: Rc<dyn leasesim_sim::Env<WorkItems>> =
+        Rc::new(SimEnv::new(handle.clone(), events.clone()));
+    let profile = FaultProfile::draw(scenario, &*env);
+    let world = Rc::new(World::new(scenario.clone(), profile, env).with_store(hook));
+    let factory = WorkItems::factory("correct").expect("the correct worker");
+    let outcome = sim.block_on(run_phases(world.clone(), factory));
+    assert!(outcome.is_completed(), "{outcome:?}");
+    world.teardown();
+    (handle.trace_hash(), events.take())
+}
+
+#[test]
+fn a_hook_that_applies_the_model_runs_exactly_the_simulated_run() {
+    let scenario = steady();
+    let factory = WorkItems::factory("correct").expect("the correct worker");
+    for seed in 0..3 {
+        let plain = simulate(&scenario, &factory, SimConfig::seeded(seed), true, None);
+        let (hash, events) = run_with(&scenario, seed, Rc::new(ModelHook));
+        assert_eq!(hash, plain.trace_hash, "seed {seed}");
+        assert_eq!(events.len(), plain.events.len(), "seed {seed}");
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e.event.kind, EventKind::Applied { .. }))
+        );
+    }
+}
+
+#[test]
+fn a_hook_that_refuses_every_call_applies_nothing_and_every_caller_sees_a_refusal() {
+    let scenario = steady();
+    let hook = Rc::new(RefusingHook::default());
+    let (_, events) = run_with(&scenario, 0, hook.clone());
+    let count = |wanted: fn(&EventKind<WorkItems>) -> bool| {
+        events.iter().filter(|e| wanted(&e.event.kind)).count() as u64
+    };
+    assert!(hook.calls.get() > 0, "the workers made calls");
+    assert_eq!(count(|k| matches!(k, EventKind::Applied { .. })), 0);
+    assert_eq!(
+        count(|k| matches!(k, EventKind::Rejected { .. })),
+        hook.calls.get()
+    );
+}
