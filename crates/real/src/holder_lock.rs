@@ -48,9 +48,9 @@ use leasesim_stores::StoreError as AdapterError;
 use leasesim_stores::holder_lock::{ClaimSetup, ClaimStoreKind};
 use leasesim_stores::redis::holder_lock::{Observed, RedisConnection, RedisStore};
 
+use crate::RealError;
 use crate::phases::{Process, ProcessFaults, RealRun, run_phases};
 use crate::record::{Line, Recorder};
-use crate::retention::RealError;
 use crate::{Draws, Link, NetFaults, RunClock, SpanMs, round_trip};
 
 /// The world of a real run, scaled down so a run of seconds sees many attempts.

@@ -47,8 +47,71 @@ pub mod record;
 pub mod reservations;
 pub mod retention;
 mod run_clock;
+pub mod work_items;
+pub mod world;
 
 pub use run_clock::RunClock;
+
+use std::path::PathBuf;
+
+use leasesim_stores::StoreError;
+
+/// Where the store is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreTarget {
+    /// A SQLite file (replaced by a fresh store).
+    Sqlite { path: PathBuf },
+    /// A PostgreSQL server, in a schema of the run's own (dropped first if it exists).
+    Postgres { url: String, schema: String },
+}
+
+impl StoreTarget {
+    /// `sqlite` or `postgres`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreTarget::Sqlite { .. } => "sqlite",
+            StoreTarget::Postgres { .. } => "postgres",
+        }
+    }
+}
+
+/// Why a real run could not run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RealError {
+    /// No worker of this name (the valid names follow).
+    UnknownWorker {
+        given: String,
+        known: Vec<&'static str>,
+    },
+    /// The configuration cannot run (why).
+    BadConfig(String),
+    /// The store could not be set up.
+    Store(StoreError),
+}
+
+impl std::fmt::Display for RealError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RealError::UnknownWorker { given, known } => {
+                write!(f, "no worker `{given}`; known: {}", known.join(", "))
+            }
+            RealError::BadConfig(why) => write!(f, "{why}"),
+            RealError::Store(error) => write!(f, "cannot set up the store: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for RealError {}
+
+/// Removes a SQLite store's files (the database, its write-ahead log and shared memory), so a
+/// run starts from a fresh store; files that are not there are fine.
+pub fn remove_sqlite(path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
+}
 
 /// One process's pause state: while paused, nothing of the process runs.
 #[derive(Debug, Default)]

@@ -53,8 +53,8 @@ use reservations_worker::{
 
 use crate::phases::{Process, ProcessFaults, RealRun, run_phases};
 use crate::record::{Line, Recorder};
-use crate::retention::{RealError, StoreTarget};
 use crate::{Draws, Link, NetFaults, RunClock, SpanMs, round_trip};
+use crate::{RealError, StoreTarget};
 
 /// A connection the serial line's calls run on.
 pub type Connection = Box<dyn ReservationConnection + Send>;
@@ -854,11 +854,7 @@ fn connect(target: &StoreTarget, count: usize) -> Result<(Vec<Connection>, Guard
     match target {
         StoreTarget::Sqlite { path } => {
             use leasesim_stores::sqlite::{self, reservations as sql};
-            for suffix in ["", "-wal", "-shm"] {
-                let mut file = path.clone().into_os_string();
-                file.push(suffix);
-                let _ = std::fs::remove_file(file);
-            }
+            crate::remove_sqlite(path);
             sql::create(&mut sqlite::open_file(path)?, &setup)?;
             let connections = (0..count)
                 .map(|_| {

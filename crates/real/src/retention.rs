@@ -16,7 +16,6 @@
 //!   each call's transaction (see the crate docs on the apply instant).
 
 use std::cell::{Cell, RefCell};
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
@@ -40,28 +39,10 @@ use retention_worker::{
 
 use crate::phases::{Process, ProcessFaults, RealRun, run_phases};
 use crate::{Draws, Link, NetFaults, RunClock, SpanMs, round_trip};
+pub use crate::{RealError, StoreTarget};
 
 /// A connection a replica's thread-pool calls run on.
 pub type Connection = Box<dyn RetentionConnection + Send>;
-
-/// Where the store is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StoreTarget {
-    /// A SQLite file (replaced by a fresh store).
-    Sqlite { path: PathBuf },
-    /// A PostgreSQL server, in a schema of the run's own (dropped first if it exists).
-    Postgres { url: String, schema: String },
-}
-
-impl StoreTarget {
-    /// `sqlite` or `postgres`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            StoreTarget::Sqlite { .. } => "sqlite",
-            StoreTarget::Postgres { .. } => "postgres",
-        }
-    }
-}
 
 /// The world of a real run, scaled down so a run of seconds sees many terms.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,34 +110,6 @@ pub struct RealConfig {
     /// Keep every event (for a trace); otherwise only counted.
     pub keep_events: bool,
 }
-
-/// Why a real run could not run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RealError {
-    /// No worker of this name (the valid names follow).
-    UnknownWorker {
-        given: String,
-        known: Vec<&'static str>,
-    },
-    /// The configuration cannot run (why).
-    BadConfig(String),
-    /// The store could not be set up.
-    Store(StoreError),
-}
-
-impl std::fmt::Display for RealError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RealError::UnknownWorker { given, known } => {
-                write!(f, "no worker `{given}`; known: {}", known.join(", "))
-            }
-            RealError::BadConfig(why) => write!(f, "{why}"),
-            RealError::Store(error) => write!(f, "cannot set up the store: {error}"),
-        }
-    }
-}
-
-impl std::error::Error for RealError {}
 
 /// Counters of a real run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -579,11 +532,7 @@ fn connect(
     match target {
         StoreTarget::Sqlite { path } => {
             use leasesim_stores::sqlite::{self, retention::SqliteRetention};
-            for suffix in ["", "-wal", "-shm"] {
-                let mut file = path.clone().into_os_string();
-                file.push(suffix);
-                let _ = std::fs::remove_file(file);
-            }
+            crate::remove_sqlite(path);
             sqlite::retention::create(&mut sqlite::open_file(path)?, setup)?;
             (0..count)
                 .map(|_| {

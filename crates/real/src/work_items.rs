@@ -1,0 +1,157 @@
+//! The work-items system's store hook: its item store on SQLite or PostgreSQL in place of the
+//! simulated one, in a real run on the shared world ([`crate::world`]).
+//!
+//! Terminology:
+//! - *item store*: the run's items as its profile drew them (sizes, fencing), created fresh
+//!   in the store at the run's start; each replica has a connection of its own.
+//! - *provider*: the external provider stays simulated (it is not the store under test): its
+//!   requests are applied to the world's model as in a simulated run.
+//! - *model in step*: every call the store answers is applied to the world's simulated item
+//!   store too, at the same service time, so the drivers' end-of-run tally reads the same
+//!   counts and a store that answers differently from the model is reported
+//!   ([`StoreTally::divergence`]).
+
+use std::cell::RefCell;
+
+use leasesim_events::ReplicaId;
+use leasesim_sim::{Apply, FaultProfile, StoreFailure, StoreHook, World};
+use leasesim_stores::work_items::{ItemSetup, WorkItemConnection};
+use leasesim_work_items::WorkItems;
+use leasesim_work_items::events::{Answer, Applied, Request};
+use leasesim_work_items::services::{answer_of, apply_at};
+
+use crate::world::{RealHook, StoreTally, off_runtime};
+use crate::{RealError, StoreTarget};
+
+/// A replica's connection to the item store.
+type Connection = Box<dyn WorkItemConnection + Send>;
+
+/// Whatever must live as long as the run's connections (a PostgreSQL store drops its schema
+/// when dropped).
+type Guard = Option<Box<dyn std::any::Any + Send>>;
+
+/// The work-items store hook (see the module docs).
+pub struct ItemStoreHook {
+    connections: RefCell<Vec<Connection>>,
+    tally: RefCell<StoreTally>,
+    /// Keeps a PostgreSQL schema until the hook is dropped.
+    guard: Guard,
+}
+
+impl Drop for ItemStoreHook {
+    /// Closes the connections and drops the PostgreSQL schema off the run's runtime (the
+    /// `postgres` client blocks on a runtime of its own as it closes).
+    fn drop(&mut self) {
+        let connections = std::mem::take(self.connections.get_mut());
+        let guard = self.guard.take();
+        off_runtime(move || drop((connections, guard)));
+    }
+}
+
+impl StoreHook<WorkItems> for ItemStoreHook {
+    fn apply(
+        &self,
+        world: &World<WorkItems>,
+        replica: ReplicaId,
+        request: Request,
+    ) -> Result<(Applied, Answer), StoreFailure> {
+        if matches!(
+            request,
+            Request::ProviderApply { .. } | Request::Lookup { .. }
+        ) {
+            return Ok(WorkItems::apply(world, replica, request));
+        }
+        let now_ms = world.service_now_ms();
+        let connection = &mut self.connections.borrow_mut()[replica.index()];
+        let real = off_runtime(|| connection.apply(replica, request, now_ms));
+        let model = || {
+            apply_at(&mut world.services().store, replica, request, now_ms)
+                .expect("a store request applies to the model's store")
+        };
+        let applied = self.tally.borrow_mut().shadow(&request, real, model)?;
+        Ok((applied, answer_of(&applied)))
+    }
+}
+
+impl RealHook<WorkItems> for ItemStoreHook {
+    /// A fresh item store at `target` holding the items `profile` drew, with one connection
+    /// per replica.
+    fn open(
+        target: &StoreTarget,
+        profile: &FaultProfile<WorkItems>,
+        replicas: usize,
+    ) -> Result<ItemStoreHook, RealError> {
+        let setup = ItemSetup {
+            sizes: profile.system.sizes.clone(),
+            fencing: profile.system.fencing,
+        };
+        let (connections, guard) = match target {
+            StoreTarget::Sqlite { path } => (sqlite(path, &setup, replicas)?, None),
+            StoreTarget::Postgres { url, schema } => {
+                off_runtime(|| postgres(url, schema, &setup, replicas))?
+            }
+        };
+        Ok(ItemStoreHook {
+            connections: RefCell::new(connections),
+            tally: RefCell::new(StoreTally::default()),
+            guard,
+        })
+    }
+
+    fn tally(&self) -> StoreTally {
+        self.tally.borrow().clone()
+    }
+}
+
+/// A fresh store in the SQLite file `path` (any file there is replaced).
+fn sqlite(
+    path: &std::path::Path,
+    setup: &ItemSetup,
+    replicas: usize,
+) -> Result<Vec<Connection>, RealError> {
+    use leasesim_stores::sqlite::{self, work_items as sql};
+    crate::remove_sqlite(path);
+    sql::create(
+        &mut sqlite::open_file(path).map_err(RealError::Store)?,
+        setup,
+    )
+    .map_err(RealError::Store)?;
+    (0..replicas)
+        .map(|_| {
+            let connection = sqlite::open_file(path).map_err(RealError::Store)?;
+            let adapter = sql::SqliteWorkItems::new(connection, setup.fencing, Default::default());
+            Ok(Box::new(adapter) as Connection)
+        })
+        .collect()
+}
+
+#[cfg(feature = "postgres")]
+fn postgres(
+    url: &str,
+    schema: &str,
+    setup: &ItemSetup,
+    replicas: usize,
+) -> Result<(Vec<Connection>, Guard), RealError> {
+    use leasesim_stores::postgres::work_items::PgWorkItemStore;
+    use leasesim_stores::work_items::WorkItemStore;
+    let mut store = PgWorkItemStore::connect(url, schema).map_err(RealError::Store)?;
+    let connections = store
+        .open(setup, replicas)
+        .map_err(RealError::Store)?
+        .into_iter()
+        .map(|connection| Box::new(connection) as Connection)
+        .collect();
+    Ok((connections, Some(Box::new(store))))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres(
+    _url: &str,
+    _schema: &str,
+    _setup: &ItemSetup,
+    _replicas: usize,
+) -> Result<(Vec<Connection>, Guard), RealError> {
+    Err(RealError::BadConfig(
+        "this build has no PostgreSQL client: build with `--features postgres`".into(),
+    ))
+}

@@ -1,0 +1,321 @@
+//! Real runs on the shared world: the simulated world's phases, stopper, pauser, fault plan and
+//! flights on tokio in real time, with a system's store hook applying requests to a real
+//! store in place of the simulated services.
+//!
+//! Terminology:
+//! - *real env*: [`RealEnv`], the world's [`Env`] on a tokio `current_thread` runtime whose
+//!   clock is the wall clock: virtual ms are real ms since the run started, sleeps are tokio
+//!   timers, tasks are `spawn_local` tasks, and every draw comes from one choice source seeded
+//!   with the run's seed.
+//! - *store hook*: the system's [`StoreHook`]; a blocking store call blocks the one thread, so
+//!   calls are applied one at a time, in the order their flights reach the store.
+//! - *reproducible as far as real time allows*: a seed fixes the fault profile (every draw made
+//!   before the run starts: clocks, stop plan, swarm choices) exactly. The draws made during the
+//!   run (latencies, faults per call, pause lengths) come from the same stream in the order the
+//!   tasks ask for them, and that order follows real time: two runs of one seed draw the same
+//!   values, but the calls they land on can differ once two tasks race for the next draw.
+//! - *wall-clock budget*: a real run that has not ended [`time_budget_ms`] after its start is
+//!   cut off (outcome `TimeLimit`): a stuck run is a verdict, never a hang.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+
+use leasesim_events::{Event, Flow, Stamped};
+use leasesim_rt::hash::{mix, stable_hash};
+use leasesim_rt::{ChoiceKind, ChoiceSource, Feed, PctStats, RunOutcome};
+use leasesim_sim::{
+    Env, EnvSleep, FaultProfile, LocalTask, Observer, Scenario, Signal, StoreFailure, StoreHook,
+    System, WorkerFactory, World, WorldRun, run_phases, time_budget_ms,
+};
+
+/// Builds a run's observer once its profile is drawn (the checkers that judge the run).
+pub use leasesim_sim::ObserverFactory;
+
+/// The world's [`Env`] on tokio in real time (see the module docs).
+pub struct RealEnv<S: System> {
+    start: Cell<tokio::time::Instant>,
+    choices: RefCell<ChoiceSource>,
+    next_seq: Cell<u64>,
+    last_event_ms: Cell<u64>,
+    trace_hash: Cell<u64>,
+    kept: Option<RefCell<Vec<Stamped<Event<S>>>>>,
+    observer: RefCell<Option<Observer<Event<S>>>>,
+    /// Notified when the observer asks to halt (a violation).
+    halt: Signal,
+    halted: Cell<bool>,
+}
+
+impl<S: System> RealEnv<S> {
+    /// An env whose time starts now; must be called inside the tokio runtime.
+    pub fn new(seed: u64, keep_events: bool) -> RealEnv<S> {
+        RealEnv {
+            start: Cell::new(tokio::time::Instant::now()),
+            choices: RefCell::new(ChoiceSource::new(Feed::Seed(seed), false)),
+            next_seq: Cell::new(0),
+            last_event_ms: Cell::new(0),
+            trace_hash: Cell::new(0),
+            kept: keep_events.then(|| RefCell::new(Vec::new())),
+            observer: RefCell::new(None),
+            halt: Signal::default(),
+            halted: Cell::new(false),
+        }
+    }
+
+    /// Time 0 is now (once the store is set up, before the first event).
+    fn start_clock(&self) {
+        // invariant: the clock starts before any event is stamped.
+        assert_eq!(self.next_seq.get(), 0, "the clock started after an event");
+        self.start.set(tokio::time::Instant::now());
+    }
+}
+
+impl<S: System> Env<S> for RealEnv<S> {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.get().elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn sleep_until(&self, at_ms: u64) -> EnvSleep {
+        if at_ms <= self.now_ms() {
+            return EnvSleep::Ready;
+        }
+        let deadline = self.start.get() + Duration::from_millis(at_ms);
+        EnvSleep::Boxed(Box::pin(tokio::time::sleep_until(deadline)))
+    }
+
+    fn yield_now(&self) -> EnvSleep {
+        EnvSleep::Boxed(Box::pin(tokio::task::yield_now()))
+    }
+
+    fn spawn(&self, _name: &str, task: LocalTask) {
+        // Detached, as in a simulated run: the world never joins its tasks.
+        drop(tokio::task::spawn_local(task));
+    }
+
+    fn range(&self, lo: u64, hi: u64) -> u64 {
+        assert!(lo <= hi, "empty range {lo}..={hi}");
+        lo + self.choices.borrow_mut().draw(ChoiceKind::Range, hi - lo)
+    }
+
+    fn coin(&self, p: f64) -> bool {
+        self.choices.borrow_mut().coin(p)
+    }
+
+    fn emit(&self, event: Event<S>) {
+        let at_ms = self.now_ms();
+        // invariant: event time never decreases along a run's stream (tokio's clock is
+        // monotonic, and one thread emits every event).
+        assert!(
+            at_ms >= self.last_event_ms.get(),
+            "an event went back in time"
+        );
+        self.last_event_ms.set(at_ms);
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + 1);
+        let stamped = Stamped { seq, at_ms, event };
+        self.trace_hash
+            .set(mix(self.trace_hash.get(), stable_hash(&stamped)));
+        if let Some(observer) = self.observer.borrow_mut().as_mut()
+            && observer(&stamped) == Flow::Halt
+            && !self.halted.replace(true)
+        {
+            self.halt.notify();
+        }
+        if let Some(kept) = &self.kept {
+            kept.borrow_mut().push(stamped);
+        }
+    }
+}
+
+/// Runs `scenario` once in real time with workers from `factory`, the fault plan drawn from
+/// `seed`, every request applied by the store hook `open` sets up for the drawn profile (its
+/// error ends the run before it starts). `observe` builds the checkers from the drawn
+/// profile; a violation they report ends the run at once (outcome `Halted`). The run's
+/// [`WorldRun`] has no steps, choices or PCT figures (tokio schedules the tasks).
+pub fn run_on_store<S: System, E>(
+    scenario: &Rc<Scenario<S>>,
+    factory: &Rc<WorkerFactory<S>>,
+    open: impl FnOnce(&FaultProfile<S>) -> Result<Rc<dyn StoreHook<S>>, E>,
+    seed: u64,
+    keep_events: bool,
+    observe: Option<ObserverFactory<S>>,
+) -> Result<WorldRun<S>, E> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a tokio current_thread runtime builds");
+    let local = tokio::task::LocalSet::new();
+    let run = local.block_on(&runtime, async {
+        let env = Rc::new(RealEnv::<S>::new(seed, keep_events));
+        let profile = FaultProfile::draw(scenario, &*env);
+        let draws_before_open = env.choices.borrow().draws();
+        let store = open(&profile)?;
+        // invariant: setting the store up drew nothing, so the profile is the seed's alone.
+        debug_assert_eq!(env.choices.borrow().draws(), draws_before_open);
+        if let Some(observe) = observe {
+            *env.observer.borrow_mut() = Some(observe(&profile));
+        }
+        env.start_clock();
+        let dyn_env: Rc<dyn Env<S>> = env.clone();
+        let world = Rc::new(World::new(scenario.clone(), profile, dyn_env).with_store(store));
+        let outcome = run_phases_within(&world, factory, &env).await;
+        world.teardown();
+        // The observer usually owns checker state its caller reads next; let go of it now.
+        drop(env.observer.borrow_mut().take());
+        let events = env
+            .kept
+            .as_ref()
+            .map(|kept| kept.take())
+            .unwrap_or_default();
+        Ok(WorldRun {
+            outcome,
+            events,
+            profile: world.profile().clone(),
+            choices: Vec::new(),
+            steps: 0,
+            draws: env.choices.borrow().draws(),
+            events_emitted: env.next_seq.get(),
+            end_ms: env.now_ms(),
+            trace_hash: env.trace_hash.get(),
+            pct: PctStats::default(),
+        })
+    });
+    // Drops the tasks still parked (flights, tickers), as dropping a simulation does.
+    drop(local);
+    run
+}
+
+/// Runs the phases until they end, the checkers halt the run, or the wall-clock budget is
+/// spent.
+async fn run_phases_within<S: System>(
+    world: &Rc<World<S>>,
+    factory: &Rc<WorkerFactory<S>>,
+    env: &RealEnv<S>,
+) -> RunOutcome<()> {
+    let budget = Duration::from_millis(time_budget_ms(world.scenario()));
+    let phases = std::pin::pin!(run_phases(world.clone(), factory.clone()));
+    let halted = std::pin::pin!(env.halt.changed());
+    match tokio::time::timeout(budget, futures::future::select(phases, halted)).await {
+        Ok(futures::future::Either::Left(((), _))) => RunOutcome::Completed(()),
+        Ok(futures::future::Either::Right(((), _))) => RunOutcome::Halted,
+        Err(_) => RunOutcome::TimeLimit {
+            now_ms: env.now_ms(),
+        },
+    }
+}
+
+/// Runs `call` on a thread of its own and waits for it: a blocking store client that drives a
+/// runtime of its own (the `postgres` client) cannot be called on the run's tokio thread.
+pub fn off_runtime<T: Send>(call: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(call)
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// What a store hook saw of its store over one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreTally {
+    /// Calls the store answered.
+    pub answered: u64,
+    /// Calls the store refused (applied nothing; the caller saw a refusal).
+    pub refused: u64,
+    /// Calls whose outcome is unknown (the caller saw a timeout).
+    pub unknown: u64,
+    /// The first call the store answered differently from the simulated model: the store's
+    /// answer, the model's, and the request.
+    pub divergence: Option<String>,
+    /// The last store error, as the store said it.
+    pub last_error: Option<String>,
+}
+
+impl StoreTally {
+    /// Counts a store call whose answer is `real` and whose answer in the model (applied
+    /// beside the store, at the same service time) is `model`: the answer the caller gets.
+    /// The model is applied only when the store answered, so the two see the same calls.
+    pub fn shadow<A: PartialEq + std::fmt::Debug, R: std::fmt::Debug>(
+        &mut self,
+        request: &R,
+        real: Result<A, leasesim_stores::StoreError>,
+        model: impl FnOnce() -> A,
+    ) -> Result<A, StoreFailure> {
+        use leasesim_stores::StoreError;
+        match real {
+            Ok(applied) => {
+                self.answered += 1;
+                let expected = model();
+                if applied != expected && self.divergence.is_none() {
+                    self.divergence = Some(format!(
+                        "{request:?}: the store answered {applied:?}, the model {expected:?}"
+                    ));
+                }
+                Ok(applied)
+            }
+            Err(StoreError::Refused(why)) => {
+                self.refused += 1;
+                self.last_error = Some(why);
+                Err(StoreFailure::Refused)
+            }
+            Err(StoreError::Unknown(why)) => {
+                self.unknown += 1;
+                self.last_error = Some(why);
+                Err(StoreFailure::Unknown)
+            }
+        }
+    }
+}
+
+/// A system's store hook for real runs: opened fresh per run, and tallied.
+pub trait RealHook<S: System>: StoreHook<S> + Sized {
+    /// The invariants that judge exact instants (a stop resolving at the instant of the
+    /// event it waited for): real time puts a millisecond or more between any two steps, so
+    /// a real run observes them without halting and reports them apart.
+    const EXACT_INSTANT: &'static [&'static str] = &["stop-prompt"];
+
+    /// A fresh store at `target` holding what `profile` drew, with a connection for each of
+    /// `replicas`.
+    fn open(
+        target: &crate::StoreTarget,
+        profile: &FaultProfile<S>,
+        replicas: usize,
+    ) -> Result<Self, crate::RealError>;
+
+    /// What the hook saw so far.
+    fn tally(&self) -> StoreTally;
+}
+
+#[cfg(test)]
+mod tests {
+    use leasesim_stores::StoreError;
+
+    use super::*;
+
+    #[test]
+    fn the_store_answers_the_caller_and_its_first_disagreement_with_the_model_is_kept() {
+        let mut tally = StoreTally::default();
+        assert_eq!(tally.shadow(&"find", Ok(3), || 3), Ok(3));
+        assert_eq!(tally.divergence, None);
+        assert_eq!(tally.shadow(&"claim", Ok(5), || 4), Ok(5));
+        assert_eq!(tally.shadow(&"renew", Ok(7), || 6), Ok(7));
+        assert_eq!(tally.answered, 3);
+        assert_eq!(
+            tally.divergence.as_deref(),
+            Some("\"claim\": the store answered 5, the model 4")
+        );
+    }
+
+    #[test]
+    fn a_refused_or_unknown_call_is_not_applied_to_the_model() {
+        let mut tally = StoreTally::default();
+        let never = || -> u32 { panic!("the model applied a call the store did not answer") };
+        let refused = tally.shadow(&"claim", Err(StoreError::Refused("locked".into())), never);
+        assert_eq!(refused, Err(StoreFailure::Refused));
+        let unknown = tally.shadow(&"done", Err(StoreError::Unknown("reset".into())), never);
+        assert_eq!(unknown, Err(StoreFailure::Unknown));
+        assert_eq!((tally.answered, tally.refused, tally.unknown), (0, 1, 1));
+        assert_eq!(tally.last_error.as_deref(), Some("reset"));
+        assert_eq!(tally.divergence, None);
+    }
+}
