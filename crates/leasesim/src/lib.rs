@@ -88,10 +88,12 @@ pub mod holder_lock;
 pub mod html;
 #[doc(hidden)]
 pub mod overrides;
+#[doc(hidden)]
+#[cfg(feature = "real")]
+pub mod real_world;
 pub mod registry;
 pub mod reservations;
 pub mod retention;
-#[doc(hidden)]
 pub mod runner;
 #[doc(hidden)]
 pub mod shrink;

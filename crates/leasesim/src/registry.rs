@@ -44,6 +44,9 @@ pub struct Registry {
     systems: Vec<&'static dyn AnySystem>,
     scenarios: Vec<EmbeddedScenario>,
     command: &'static str,
+    /// The systems that run on real stores through the shared world (feature `real`).
+    #[cfg(feature = "real")]
+    real_stores: Vec<crate::real_world::RealStore>,
 }
 
 static INSTALLED: OnceLock<Registry> = OnceLock::new();
@@ -64,6 +67,8 @@ impl Registry {
             systems: SYSTEMS.to_vec(),
             scenarios,
             command: "leasesim",
+            #[cfg(feature = "real")]
+            real_stores: crate::real_world::builtin(),
         }
     }
 
@@ -73,6 +78,8 @@ impl Registry {
             systems: Vec::new(),
             scenarios: Vec::new(),
             command: "leasesim",
+            #[cfg(feature = "real")]
+            real_stores: Vec::new(),
         }
     }
 
@@ -90,6 +97,22 @@ impl Registry {
                 text,
             }));
         self
+    }
+
+    /// Adds a system's real store entry (`leasesim real --system NAME`; feature `real`): built
+    /// by [`crate::real_world::real_store`] from the system's store hook.
+    #[cfg(feature = "real")]
+    pub fn with_real_store(mut self, store: crate::real_world::RealStore) -> Registry {
+        self.real_stores
+            .retain(|known| known.system != store.system);
+        self.real_stores.push(store);
+        self
+    }
+
+    /// The real store entry of the system called `name` (feature `real`).
+    #[cfg(feature = "real")]
+    pub fn real_store(&self, name: &str) -> Option<&crate::real_world::RealStore> {
+        self.real_stores.iter().find(|store| store.system == name)
     }
 
     /// The command replay lines name (default `leasesim`): a team's binary names itself.

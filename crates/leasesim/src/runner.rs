@@ -36,7 +36,9 @@ use leasesim_invariants::{
 use leasesim_rt::{
     Choice, Feed, Interrupt, RunOutcome, SimConfig, Strategy, TaskInfo, pct_steps_from,
 };
-use leasesim_sim::{FaultProfile, Scenario, System, WorkerFactory, simulate};
+use leasesim_sim::{
+    FaultProfile, ObserverFactory, Scenario, System, WorkerFactory, WorldRun, simulate,
+};
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -431,9 +433,13 @@ impl<S: System> Observers<S> {
     }
 }
 
-/// Runs one simulation and checks it.
-pub fn run<S: System>(spec: &RunSpec<S>) -> RunReport<S> {
-    let observers: Rc<RefCell<Option<Observers<S>>>> = Rc::new(RefCell::new(None));
+/// The observers of one run, shared with the event sink: filled in when the profile is drawn.
+type SharedObservers<S> = Rc<RefCell<Option<Observers<S>>>>;
+
+/// The observers a run of `spec` builds from its drawn profile, and the factory that builds
+/// them for the event sink.
+fn observers_of<S: System>(spec: &RunSpec<S>) -> (SharedObservers<S>, ObserverFactory<S>) {
+    let observers: SharedObservers<S> = Rc::new(RefCell::new(None));
     let sink = observers.clone();
     let (scenario, event_limit) = (spec.scenario.clone(), spec.event_limit);
     let observe = move |profile: &FaultProfile<S>| -> leasesim_sim::Observer<Event<S>> {
@@ -445,16 +451,49 @@ pub fn run<S: System>(spec: &RunSpec<S>) -> RunReport<S> {
                 .map_or(Flow::Continue, |o| o.on_event(event))
         })
     };
+    (observers, Box::new(observe))
+}
+
+/// Runs one simulation and checks it.
+pub fn run<S: System>(spec: &RunSpec<S>) -> RunReport<S> {
+    let (observers, observe) = observers_of(spec);
     let world_run = simulate(
         &spec.scenario,
         &spec.factory,
         spec.sim_config(),
         spec.keep_events,
-        Some(Box::new(observe)),
+        Some(observe),
     );
+    report(world_run, observers)
+}
+
+/// Runs `spec`'s scenario once in real time on tokio, every request applied by the store
+/// hook `open` sets up for the drawn profile, the fault plan drawn from `seed`, and checks it
+/// as a simulated run is checked (feature `real`; [`leasesim_real::world`] says how far a
+/// seed reproduces a real run). `open`'s error ends the run before it starts.
+#[cfg(feature = "real")]
+pub fn run_real<S: System, E>(
+    spec: &RunSpec<S>,
+    seed: u64,
+    open: impl FnOnce(&FaultProfile<S>) -> Result<Rc<dyn leasesim_sim::StoreHook<S>>, E>,
+) -> Result<RunReport<S>, E> {
+    let (observers, observe) = observers_of(spec);
+    let world_run = leasesim_real::world::run_on_store(
+        &spec.scenario,
+        &spec.factory,
+        open,
+        seed,
+        spec.keep_events,
+        Some(observe),
+    )?;
+    Ok(report(world_run, observers))
+}
+
+/// A finished run judged by its observers.
+fn report<S: System>(world_run: WorldRun<S>, observers: SharedObservers<S>) -> RunReport<S> {
     let mut observers = Rc::try_unwrap(observers)
         .ok()
-        .expect("the event sink dropped its observer with the simulation")
+        .expect("the event sink dropped its observer with the run")
         .into_inner()
         .expect("the observers were built when the profile was drawn");
     let truncated = observers.truncated && observers.checked.violation().is_none();

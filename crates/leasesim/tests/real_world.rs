@@ -1,0 +1,108 @@
+//! Real runs on the shared world (feature `real`): the work-items system's scenario, faults and
+//! checkers in real time, its item store on SQLite, and on PostgreSQL with the feature
+//! `postgres` and `LEASESIM_PG_URL` set. Real time, so ignored by default: `.ci/run` runs them.
+#![cfg(feature = "real")]
+
+use std::sync::Arc;
+
+use leasesim::real::StoreTarget;
+use leasesim::real_world::{RealOutcome, RealRequest, StoreKind};
+use leasesim::registry::Registry;
+use leasesim::systems::AnyScenario;
+
+/// `items-steady` cut to `duration_ms` + `liveness_ms`.
+fn steady(duration_ms: u64, liveness_ms: u64) -> Arc<dyn AnyScenario> {
+    let scenario = leasesim::catalog::resolve_one("items-steady").expect("a builtin");
+    let mut overrides = leasesim::overrides::Overrides::default();
+    for text in [
+        format!("duration_ms={duration_ms}"),
+        format!("liveness_ms={liveness_ms}"),
+    ] {
+        let set = leasesim::overrides::parse(&text).expect("an override");
+        overrides.set(&set.key, set.value);
+    }
+    scenario.with_overrides(&overrides).expect("valid")
+}
+
+/// Runs `worker` on `scenario` at `target` through the builtin registry's entry.
+fn run(
+    scenario: Arc<dyn AnyScenario>,
+    worker: &str,
+    target: StoreTarget,
+    seed: u64,
+) -> RealOutcome {
+    let registry = Registry::builtin();
+    let entry = registry
+        .real_store("work-items")
+        .expect("work-items runs on real stores");
+    assert_eq!(entry.kinds, &[StoreKind::Sqlite, StoreKind::Postgres]);
+    (entry.preflight)(scenario.as_ref()).expect("the scenario passes in simulation");
+    let request = RealRequest {
+        scenario,
+        worker: worker.to_string(),
+        target,
+        seed,
+        keep_events: true,
+    };
+    (entry.run)(&request).expect("the run starts")
+}
+
+fn assert_correct_passes(target: impl Fn(u64) -> StoreTarget) {
+    for seed in 0..2 {
+        let run = run(steady(2_000, 3_000), "correct", target(seed), seed);
+        assert!(!run.failed, "seed {seed}: {}", run.verdict);
+        assert_eq!(run.verdict, "pass: every invariant held");
+        assert!(run.tally.answered > 40, "seed {seed}: {:?}", run.tally);
+        assert_eq!(
+            run.tally.divergence, None,
+            "the store answers as the model does"
+        );
+        assert_eq!(run.trace.len() as u64, run.events);
+        assert!(
+            run.end_ms >= 5_000,
+            "the phases ran in real time: {}ms",
+            run.end_ms
+        );
+    }
+}
+
+#[test]
+#[ignore = "real time on tokio against a real store"]
+fn work_items_correct_worker_passes_on_sqlite() {
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    assert_correct_passes(|seed| StoreTarget::Sqlite {
+        path: dir.path().join(format!("items-{seed}.db")),
+    });
+}
+
+#[test]
+#[ignore = "real time on tokio against a real store"]
+fn work_items_plain_write_claim_is_caught_on_sqlite() {
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let caught = (0..3).find_map(|seed| {
+        let target = StoreTarget::Sqlite {
+            path: dir.path().join(format!("items-{seed}.db")),
+        };
+        let run = run(steady(2_000, 3_000), "plain-write-claim", target, seed);
+        run.failed.then_some(run)
+    });
+    let run = caught.expect("a plain-write claim is caught within three real runs");
+    assert_eq!(
+        run.invariant.as_deref(),
+        Some("claimable-only"),
+        "{}",
+        run.verdict
+    );
+    assert_eq!(run.tally.divergence, None);
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+#[ignore = "real time on tokio against a PostgreSQL server (LEASESIM_PG_URL)"]
+fn work_items_correct_worker_passes_on_postgres() {
+    let url = std::env::var("LEASESIM_PG_URL").expect("LEASESIM_PG_URL names the server");
+    assert_correct_passes(|seed| StoreTarget::Postgres {
+        url: url.clone(),
+        schema: format!("leasesim_real_world_{}_{seed}", std::process::id()),
+    });
+}
