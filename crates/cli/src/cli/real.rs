@@ -17,6 +17,7 @@ use clap::{Args, ValueEnum};
 use leasesim::catalog;
 use leasesim::error::{UsageError, parse_duration_ms, parse_seed};
 use leasesim_invariants::{SituationName, SituationSet};
+use leasesim_real::remove_sqlite;
 use leasesim_real::retention::{
     self, RealConfig, RealError, RealReport, RealSettings, StoreTarget,
 };
@@ -49,15 +50,22 @@ pub struct RealArgs {
     /// The worker: `correct` or a defective worker of the system.
     #[arg(long, default_value = "correct")]
     worker: String,
-    /// Replicas, each a worker with connections of its own.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=64))]
-    replicas: u16,
-    /// The safety phase (pauses and stops injected), e.g. 20s.
-    #[arg(long, default_value = "20s", value_parser = parse_duration_ms)]
-    duration: u64,
-    /// The liveness phase after it (faults healed; the backlog must drain).
-    #[arg(long, default_value = "5s", value_parser = parse_duration_ms)]
-    liveness: u64,
+    /// The scenario of a system that runs on the shared world (work-items): its faults,
+    /// phases and settings, with --duration, --liveness and --replicas written over it
+    /// (default: the system's steady scenario, e.g. `items-steady`).
+    #[arg(long)]
+    scenario: Option<String>,
+    /// Replicas, each a worker with connections of its own [default: 3, or the scenario's].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    replicas: Option<u16>,
+    /// The safety phase (pauses and stops injected), e.g. 20s [default: 20s, or the
+    /// scenario's].
+    #[arg(long, value_parser = parse_duration_ms)]
+    duration: Option<u64>,
+    /// The liveness phase after it (faults healed; the backlog must drain) [default: 5s, or
+    /// the scenario's].
+    #[arg(long, value_parser = parse_duration_ms)]
+    liveness: Option<u64>,
     /// Seeds the fault plan (decimal or 0x-hex).
     #[arg(long, default_value = "0", value_parser = parse_seed)]
     seed: u64,
@@ -82,17 +90,47 @@ pub struct RealArgs {
     trace: bool,
 }
 
+impl RealArgs {
+    /// The replicas of a real run with settings of its own.
+    fn replicas(&self) -> u16 {
+        self.replicas.unwrap_or(3)
+    }
+
+    /// The safety phase of a real run with settings of its own.
+    fn duration(&self) -> u64 {
+        self.duration.unwrap_or(20_000)
+    }
+
+    /// The liveness phase of a real run with settings of its own.
+    fn liveness(&self) -> u64 {
+        self.liveness.unwrap_or(5_000)
+    }
+}
+
 /// Runs `leasesim real`; the exit code.
 pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
     catalog::check_system(&args.system)?;
-    let store = check_store(&args)?;
-    if args.duration < 100 {
+    if let Some(duration) = args.duration.filter(|&ms| ms < 100) {
         return Err(UsageError::BadValue {
             flag: "--duration",
-            given: format!("{}ms", args.duration),
+            given: format!("{duration}ms"),
             why: "a real run's safety phase lasts at least 100ms".into(),
         });
     }
+    if let Some(entry) = leasesim::registry::installed().real_store(&args.system) {
+        return world::real_on_world(&args, entry);
+    }
+    if let Some(scenario) = &args.scenario {
+        return Err(UsageError::BadValue {
+            flag: "--scenario",
+            given: scenario.clone(),
+            why: format!(
+                "the {} system's real run has settings of its own, not a scenario's",
+                args.system
+            ),
+        });
+    }
+    let store = check_store(&args)?;
     match args.system.as_str() {
         "reservations" => return other::reservations(&args, store),
         "holder-lock" => return other::holder_lock(&args),
@@ -126,9 +164,9 @@ fn retention_runs(
         let config = RealConfig {
             target: target.clone(),
             worker: args.worker.clone(),
-            replicas: args.replicas,
-            duration_ms: args.duration,
-            liveness_ms: args.liveness,
+            replicas: args.replicas(),
+            duration_ms: args.duration(),
+            liveness_ms: args.liveness(),
             seed,
             settings: RealSettings::default(),
             keep_events: args.trace && seed + 1 == args.seed + args.runs,
@@ -165,7 +203,15 @@ fn run_error(error: RealError, target: &StoreTarget) -> UsageError {
 fn check_store(args: &RealArgs) -> Result<StoreKind, UsageError> {
     let system = args.system.as_str();
     let Some((_, stores)) = STORES.iter().find(|(name, _)| *name == system) else {
-        let known: Vec<&str> = STORES.iter().map(|(name, _)| *name).collect();
+        let mut known: Vec<&str> = STORES.iter().map(|(name, _)| *name).collect();
+        let registry = leasesim::registry::installed();
+        known.extend(
+            registry
+                .systems()
+                .iter()
+                .map(|system| system.name())
+                .filter(|name| registry.real_store(name).is_some()),
+        );
         return Err(UsageError::BadValue {
             flag: "--system",
             given: args.system.clone(),
@@ -245,14 +291,6 @@ fn target(args: &RealArgs, store: StoreKind) -> Result<(StoreTarget, Option<Path
             "Redis holds the holder-lock system's claims; the {} system's store is sqlite or postgres",
             args.system
         ))),
-    }
-}
-
-fn remove_sqlite(path: &std::path::Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let mut file = path.as_os_str().to_owned();
-        file.push(suffix);
-        let _ = std::fs::remove_file(file);
     }
 }
 
@@ -370,3 +408,4 @@ fn coverage_line<S: SituationName>(coverage: SituationSet<S>) -> String {
 }
 
 mod other;
+mod world;

@@ -40,7 +40,10 @@ fn header(args: &RealArgs, store: &str, settings: &str, faults: &ProcessFaults) 
     };
     println!(
         "run:      {} replicas; safety {}ms, liveness {}ms; seed {}{more}",
-        args.replicas, args.duration, args.liveness, args.seed
+        args.replicas(),
+        args.duration(),
+        args.liveness(),
+        args.seed
     );
     println!("settings: {settings}");
     println!("faults:   {faults}");
@@ -85,9 +88,9 @@ pub(super) fn reservations(args: &RealArgs, store: StoreKind) -> Result<i32, Usa
         let config = reservations::RealConfig {
             target: target.clone(),
             worker: args.worker.clone(),
-            replicas: args.replicas,
-            duration_ms: args.duration,
-            liveness_ms: args.liveness,
+            replicas: args.replicas(),
+            duration_ms: args.duration(),
+            liveness_ms: args.liveness(),
             seed,
             settings: settings.clone(),
             keep_events,
@@ -220,9 +223,9 @@ pub(super) fn holder_lock(args: &RealArgs) -> Result<i32, UsageError> {
         let config = holder_lock::RealConfig {
             url: url.clone(),
             worker: args.worker.clone(),
-            replicas: args.replicas,
-            duration_ms: args.duration,
-            liveness_ms: args.liveness,
+            replicas: args.replicas(),
+            duration_ms: args.duration(),
+            liveness_ms: args.liveness(),
             seed,
             settings: settings.clone(),
             keep_events,
