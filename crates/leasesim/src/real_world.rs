@@ -200,7 +200,6 @@ fn run_one<S: System + Render, H: RealHook<S> + 'static>(
         given: request.worker.clone(),
         valid: S::workers().iter().map(|w| w.name.to_string()).collect(),
     })?;
-    let replicas = usize::from(scenario.replicas);
     let mut spec = RunSpec::new(
         scenario,
         &request.worker,
@@ -211,7 +210,7 @@ fn run_one<S: System + Render, H: RealHook<S> + 'static>(
     spec.keep_events = request.keep_events;
     let opened: std::cell::RefCell<Option<Rc<H>>> = std::cell::RefCell::new(None);
     let report = run_real(&spec, request.seed, |profile| {
-        let hook = Rc::new(H::open(&request.target, profile, replicas)?);
+        let hook = Rc::new(H::open(&request.target, &spec.scenario, profile)?);
         *opened.borrow_mut() = Some(hook.clone());
         Ok::<Rc<dyn StoreHook<S>>, RealError>(hook)
     })

@@ -14,7 +14,7 @@
 use std::cell::RefCell;
 
 use leasesim_events::ReplicaId;
-use leasesim_sim::{Apply, FaultProfile, StoreFailure, StoreHook, World};
+use leasesim_sim::{Apply, FaultProfile, Scenario, StoreFailure, StoreHook, World};
 use leasesim_stores::work_items::{ItemSetup, WorkItemConnection};
 use leasesim_work_items::WorkItems;
 use leasesim_work_items::events::{Answer, Applied, Request};
@@ -78,9 +78,10 @@ impl RealHook<WorkItems> for ItemStoreHook {
     /// per replica.
     fn open(
         target: &StoreTarget,
+        scenario: &Scenario<WorkItems>,
         profile: &FaultProfile<WorkItems>,
-        replicas: usize,
     ) -> Result<ItemStoreHook, RealError> {
+        let replicas = usize::from(scenario.replicas);
         let setup = ItemSetup {
             sizes: profile.system.sizes.clone(),
             fencing: profile.system.fencing,

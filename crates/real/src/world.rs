@@ -274,12 +274,13 @@ pub trait RealHook<S: System>: StoreHook<S> + Sized {
     /// a real run observes them without halting and reports them apart.
     const EXACT_INSTANT: &'static [&'static str] = &["stop-prompt"];
 
-    /// A fresh store at `target` holding what `profile` drew, with a connection for each of
-    /// `replicas`.
+    /// A fresh store at `target` holding what the simulated services of `scenario` start
+    /// with for `profile` ([`Apply::services`](leasesim_sim::Apply::services)), with a
+    /// connection for each replica.
     fn open(
         target: &crate::StoreTarget,
+        scenario: &Scenario<S>,
         profile: &FaultProfile<S>,
-        replicas: usize,
     ) -> Result<Self, crate::RealError>;
 
     /// What the hook saw so far.

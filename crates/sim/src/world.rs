@@ -51,6 +51,15 @@ pub trait StoreHook<S: System> {
         replica: ReplicaId,
         request: S::Request,
     ) -> Result<(S::Applied, S::Answer), StoreFailure>;
+
+    /// The world changed its services outside a request, in the system's own words (a fault
+    /// of the service, such as a lease revoked by its authority; a client that is not a
+    /// replica, such as an agent placing a hold; a key the store evicted): the hook makes the
+    /// same change on the real store, or checks that the store made it. `change` is the
+    /// system's own type ([`World::services_changed`]).
+    fn services_changed(&self, world: &World<S>, change: &dyn std::any::Any) {
+        let _ = (world, change);
+    }
 }
 
 /// One run's world of system `S`.
@@ -221,6 +230,15 @@ impl<S: System> World<S> {
         match &self.store {
             None => Ok(S::apply(self, replica, request)),
             Some(store) => store.apply(self, replica, request),
+        }
+    }
+
+    /// Tells the run's store hook, if any, that the world changed its services outside a
+    /// request (`change`: the system's own description). A simulated run has no hook: the
+    /// call does nothing and draws nothing.
+    pub fn services_changed(&self, change: &dyn std::any::Any) {
+        if let Some(store) = &self.store {
+            store.services_changed(self, change);
         }
     }
 
