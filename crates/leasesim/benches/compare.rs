@@ -562,10 +562,10 @@ fn median_ns(ops: u64, mut run: impl FnMut()) -> (f64, f64) {
 }
 
 fn micro() {
-    let poll_ours = median_ns(POLLS, || micro::leasesim_polls(Strategy::Random));
-    let poll_tokio = median_ns(POLLS, micro::tokio_polls);
-    let timer_ours = median_ns(TIMERS, micro::leasesim_timers);
-    let timer_tokio = median_ns(TIMERS, micro::tokio_timers);
+    let poll_ours = median_ns(POLLS, || micro::leasesim_polls(Strategy::Random, POLLS));
+    let poll_tokio = median_ns(POLLS, || micro::tokio_polls(POLLS));
+    let timer_ours = median_ns(TIMERS, || micro::leasesim_timers(TIMERS));
+    let timer_tokio = median_ns(TIMERS, || micro::tokio_timers(TIMERS));
     println!(
         "executor micro-benchmarks (method of crates/rt/benches/runtime.rs: median of {REPEATS} runs of {POLLS} polls / {TIMERS} timer fires)"
     );
