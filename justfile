@@ -23,6 +23,11 @@ shrink SEED SCENARIO="steady" WORKER="correct":
 bench:
     cargo bench --workspace
 
+# docs/benchmarks.md, measured and written by one command (its plain cargo form is on the page).
+# `just bench-page target/bench-quick.md --quick` tests the generator in seconds.
+bench-page OUT="docs/benchmarks.md" *ARGS:
+    cargo bench -p leasesim --bench report -- --markdown {{OUT}} {{ARGS}}
+
 # Review snapshot changes (needs `cargo install cargo-insta`).
 snap:
     cargo insta test --workspace --review

@@ -42,12 +42,12 @@ fn median_ns(ops: u64, mut run: impl FnMut()) -> f64 {
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
-    let poll_ours = median_ns(POLLS, || leasesim_polls(Strategy::Random));
-    let poll_fifo = median_ns(POLLS, || leasesim_polls(Strategy::Fifo));
-    let poll_contended = median_ns(POLLS, leasesim_contended_polls);
-    let poll_tokio = median_ns(POLLS, tokio_polls);
-    let timer_ours = median_ns(TIMERS, leasesim_timers);
-    let timer_tokio = median_ns(TIMERS, tokio_timers);
+    let poll_ours = median_ns(POLLS, || leasesim_polls(Strategy::Random, POLLS));
+    let poll_fifo = median_ns(POLLS, || leasesim_polls(Strategy::Fifo, POLLS));
+    let poll_contended = median_ns(POLLS, || leasesim_contended_polls(POLLS));
+    let poll_tokio = median_ns(POLLS, || tokio_polls(POLLS));
+    let timer_ours = median_ns(TIMERS, || leasesim_timers(TIMERS));
+    let timer_tokio = median_ns(TIMERS, || tokio_timers(TIMERS));
     black_box((poll_fifo, poll_contended));
 
     println!("executor micro-benchmarks (median of {REPEATS} runs)");

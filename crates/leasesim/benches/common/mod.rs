@@ -1,4 +1,4 @@
-//! Code shared by the `compare` and `scaling` benches.
+//! Code shared by the `compare`, `scaling` and `report` benches.
 //!
 //! Terminology:
 //! - *stopwatch*: reads the wall clock and this thread's CPU clock around a whole batch of
@@ -6,8 +6,13 @@
 //!   two (other processes steal wall time, not thread CPU time), so both are reported.
 //! - *leasesim run*: `leasesim::runner::run`, the path `leasesim fuzz` takes for every seed:
 //!   all invariant checkers, coverage and the trace hash, no kept events, no recorded choices.
+//! - *budget*: the CPU time one measured row may spend, and the size of its blocks (the runs
+//!   of seeds timed as one; see `versus` and `growth`).
 // Not every bench uses every helper.
 #![allow(dead_code)]
+
+pub mod growth;
+pub mod versus;
 
 use std::rc::Rc;
 // Wall clock, read only around whole batches of runs (see the crate-level allow of each bench).
@@ -19,6 +24,24 @@ use leasesim::runner::{RunReport, RunSpec, run};
 use leasesim::{Strategy, System};
 use leasesim_rt::Feed;
 use leasesim_sim::WorkerFactory;
+
+/// How much CPU time a measured row spends (`total_s`), timed in blocks of about `block_s`.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    pub total_s: f64,
+    pub block_s: f64,
+}
+
+impl Budget {
+    /// `LEASESIM_BENCH_SECS` seconds per row (`default_s` when unset), blocks of `block_s`.
+    pub fn from_env(default_s: f64, block_s: f64) -> Budget {
+        let total_s = std::env::var("LEASESIM_BENCH_SECS")
+            .ok()
+            .and_then(|text| text.parse().ok())
+            .unwrap_or(default_s);
+        Budget { total_s, block_s }
+    }
+}
 
 /// Seconds of CPU time this thread has used.
 pub fn thread_cpu_s() -> f64 {

@@ -1,7 +1,8 @@
 //! Executor micro-workloads, shared by `cargo bench --bench runtime` and the executor section
 //! of `cargo bench --bench compare` (included there by path), so both report the same thing.
 //!
-//! Each function performs `POLLS` polls or `TIMERS` timer fires of one task; the caller times it.
+//! Each function performs `polls` polls or `fires` timer fires (`POLLS` and `TIMERS` in a
+//! full measurement, fewer in a quick one); the caller times it.
 #![allow(dead_code)]
 
 use std::time::Duration;
@@ -11,8 +12,8 @@ use leasesim_rt::{Sim, SimConfig, Strategy};
 pub const POLLS: u64 = 2_000_000;
 pub const TIMERS: u64 = 1_000_000;
 
-/// One task yielding `POLLS` times under `strategy`.
-pub fn leasesim_polls(strategy: Strategy) {
+/// One task yielding `polls` times under `strategy`.
+pub fn leasesim_polls(strategy: Strategy, polls: u64) {
     // Every yield is at one virtual instant: a run would stop this as a spin; the benchmark
     // measures the polls themselves.
     let config = SimConfig {
@@ -25,7 +26,7 @@ pub fn leasesim_polls(strategy: Strategy) {
     let handle = sim.handle();
     let h = handle.clone();
     let task = handle.spawn(async move {
-        for _ in 0..POLLS {
+        for _ in 0..polls {
             h.yield_now().await;
         }
     });
@@ -34,13 +35,13 @@ pub fn leasesim_polls(strategy: Strategy) {
         .expect("task completes");
 }
 
-/// One task sleeping 1 ms, `TIMERS` times.
-pub fn leasesim_timers() {
+/// One task sleeping 1 ms, `fires` times.
+pub fn leasesim_timers(fires: u64) {
     let mut sim = Sim::new(SimConfig::seeded(1).with_recording(false));
     let handle = sim.handle();
     let h = handle.clone();
     let task = handle.spawn(async move {
-        for _ in 0..TIMERS {
+        for _ in 0..fires {
             h.sleep(1).await;
         }
     });
@@ -49,8 +50,9 @@ pub fn leasesim_timers() {
         .expect("task completes");
 }
 
-/// Four tasks yielding in turn under the random strategy: each step draws from ChaCha.
-pub fn leasesim_contended_polls() {
+/// Four tasks yielding in turn under the random strategy, `polls` in all: each step draws
+/// from ChaCha.
+pub fn leasesim_contended_polls(polls: u64) {
     let config = SimConfig {
         max_polls_per_instant: u32::MAX,
         ..SimConfig::seeded(1).with_recording(false)
@@ -60,7 +62,7 @@ pub fn leasesim_contended_polls() {
     for _ in 0..4 {
         let h = handle.clone();
         handle.spawn(async move {
-            for _ in 0..POLLS / 4 {
+            for _ in 0..polls / 4 {
                 h.yield_now().await;
             }
         });
@@ -77,11 +79,11 @@ pub fn tokio_runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime builds")
 }
 
-/// One tokio task yielding `POLLS` times.
-pub fn tokio_polls() {
-    tokio_runtime().block_on(async {
-        tokio::spawn(async {
-            for _ in 0..POLLS {
+/// One tokio task yielding `polls` times.
+pub fn tokio_polls(polls: u64) {
+    tokio_runtime().block_on(async move {
+        tokio::spawn(async move {
+            for _ in 0..polls {
                 tokio::task::yield_now().await;
             }
         })
@@ -90,11 +92,11 @@ pub fn tokio_polls() {
     });
 }
 
-/// One tokio task sleeping 1 ms, `TIMERS` times, in paused time.
-pub fn tokio_timers() {
-    tokio_runtime().block_on(async {
-        tokio::spawn(async {
-            for _ in 0..TIMERS {
+/// One tokio task sleeping 1 ms, `fires` times, in paused time.
+pub fn tokio_timers(fires: u64) {
+    tokio_runtime().block_on(async move {
+        tokio::spawn(async move {
+            for _ in 0..fires {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         })
