@@ -1,6 +1,6 @@
-//! Real runs on the shared world (feature `real`): the work-items system's scenario, faults and
-//! checkers in real time, its item store on SQLite, and on PostgreSQL with the feature
-//! `postgres` and `LEASESIM_PG_URL` set. Real time, so ignored by default: `.ci/run` runs them.
+//! Real runs on the shared world (feature `real`): a system's scenario, faults and checkers in
+//! real time, its store on SQLite, and on PostgreSQL with the feature `postgres` and
+//! `LEASESIM_PG_URL` set. Real time, so ignored by default: `.ci/run` runs them.
 #![cfg(feature = "real")]
 
 use std::sync::Arc;
@@ -12,7 +12,12 @@ use leasesim::systems::AnyScenario;
 
 /// `items-steady` cut to `duration_ms` + `liveness_ms`.
 fn steady(duration_ms: u64, liveness_ms: u64) -> Arc<dyn AnyScenario> {
-    let scenario = leasesim::catalog::resolve_one("items-steady").expect("a builtin");
+    cut("items-steady", duration_ms, liveness_ms)
+}
+
+/// The builtin scenario `name` cut to `duration_ms` + `liveness_ms`.
+fn cut(name: &str, duration_ms: u64, liveness_ms: u64) -> Arc<dyn AnyScenario> {
+    let scenario = leasesim::catalog::resolve_one(name).expect("a builtin");
     let mut overrides = leasesim::overrides::Overrides::default();
     for text in [
         format!("duration_ms={duration_ms}"),
@@ -32,9 +37,10 @@ fn run(
     seed: u64,
 ) -> RealOutcome {
     let registry = Registry::builtin();
+    let system = scenario.system().name();
     let entry = registry
-        .real_store("work-items")
-        .expect("work-items runs on real stores");
+        .real_store(system)
+        .expect("the system runs on real stores");
     assert_eq!(entry.kinds, &[StoreKind::Sqlite, StoreKind::Postgres]);
     (entry.preflight)(scenario.as_ref()).expect("the scenario passes in simulation");
     let request = RealRequest {
@@ -104,5 +110,57 @@ fn work_items_correct_worker_passes_on_postgres() {
     assert_correct_passes(|seed| StoreTarget::Postgres {
         url: url.clone(),
         schema: format!("leasesim_real_world_{}_{seed}", std::process::id()),
+    });
+}
+
+/// The correct retention worker passes `steady` cut short on `target(seed)`.
+fn assert_retention_passes(target: impl Fn(u64) -> StoreTarget) {
+    for seed in 0..2 {
+        let run = run(cut("steady", 2_000, 3_000), "correct", target(seed), seed);
+        assert!(!run.failed, "seed {seed}: {}", run.verdict);
+        assert!(run.tally.answered > 20, "seed {seed}: {:?}", run.tally);
+        assert_eq!(
+            run.tally.divergence, None,
+            "the store answers as the model does"
+        );
+        assert!(run.reached.contains(&"cap-reached"), "{:?}", run.reached);
+    }
+}
+
+#[test]
+#[ignore = "real time on tokio against a real store"]
+fn retention_correct_worker_passes_on_sqlite() {
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    assert_retention_passes(|seed| StoreTarget::Sqlite {
+        path: dir.path().join(format!("rows-{seed}.db")),
+    });
+}
+
+#[test]
+#[ignore = "real time on tokio against a real store"]
+fn retention_stale_release_is_caught_on_sqlite_with_lost_replies() {
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let target = StoreTarget::Sqlite {
+        path: dir.path().join("rows.db"),
+    };
+    let run = run(cut("reply-lost", 3_000, 4_000), "stale-release", target, 0);
+    assert!(run.failed, "{}", run.verdict);
+    assert_eq!(
+        run.invariant.as_deref(),
+        Some("release-latest"),
+        "{}",
+        run.verdict
+    );
+    assert_eq!(run.tally.divergence, None);
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+#[ignore = "real time on tokio against a PostgreSQL server (LEASESIM_PG_URL)"]
+fn retention_correct_worker_passes_on_postgres() {
+    let url = std::env::var("LEASESIM_PG_URL").expect("LEASESIM_PG_URL names the server");
+    assert_retention_passes(|seed| StoreTarget::Postgres {
+        url: url.clone(),
+        schema: format!("leasesim_real_rows_{}_{seed}", std::process::id()),
     });
 }

@@ -3,8 +3,8 @@
 //! postgres` (`.ci/run` starts one).
 #![cfg(feature = "postgres")]
 
+use leasesim_real::StoreTarget;
 use leasesim_real::reservations::{RealConfig, RealReport, RealSettings, run};
-use leasesim_real::retention::StoreTarget;
 use leasesim_stores::postgres::URL_VAR;
 
 fn real_run(worker: &str, seed: u64) -> RealReport {

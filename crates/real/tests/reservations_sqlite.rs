@@ -1,8 +1,8 @@
 //! Real runs of the reservation expiry worker against SQLite, judged by the reservations
 //! checkers.
 
+use leasesim_real::StoreTarget;
 use leasesim_real::reservations::{RealConfig, RealReport, RealSettings, run};
-use leasesim_real::retention::StoreTarget;
 use leasesim_reservations::checkers::Situation;
 
 fn real_run(worker: &str, seed: u64, duration_ms: u64) -> RealReport {

@@ -148,7 +148,7 @@ impl Services {
 
 /// Fault: how many of the `eligible` rows a delete leaves in the store (0: a full answer). A
 /// short answer holds back at least one row; holding back one is value 0.
-fn held_back(world: &World<Retention>, eligible: u32) -> u32 {
+pub fn held_back(world: &World<Retention>, eligible: u32) -> u32 {
     if eligible == 0 || !world.fault(world.profile().system.short_delete) {
         return 0;
     }
@@ -157,6 +157,14 @@ fn held_back(world: &World<Retention>, eligible: u32) -> u32 {
     // are.
     debug_assert!((1..=u64::from(eligible)).contains(&held_back));
     u32::try_from(held_back).expect("at most the eligible rows, a u32")
+}
+
+/// The authority's revocation at `now_ms` (service time), as the world tells a real run's
+/// store hook ([`World::services_changed`]): the token it dropped, if a lease was live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Revoked {
+    pub now_ms: u64,
+    pub token: Option<u64>,
 }
 
 /// Fault: the authority drops the live lease.
@@ -169,6 +177,10 @@ pub fn revoke(world: &World<Retention>) {
         debug_assert!(revoked.is_none() || services.authority.current_token(now_ms).is_none());
         revoked
     };
+    world.services_changed(&Revoked {
+        now_ms,
+        token: revoked,
+    });
     if let Some(token) = revoked {
         world.env().emit(Event::world_note(Note::Revoked { token }));
     }

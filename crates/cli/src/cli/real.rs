@@ -17,16 +17,11 @@ use clap::{Args, ValueEnum};
 use leasesim::catalog;
 use leasesim::error::{UsageError, parse_duration_ms, parse_seed};
 use leasesim_invariants::{SituationName, SituationSet};
+use leasesim_real::StoreTarget;
 use leasesim_real::remove_sqlite;
-use leasesim_real::retention::{
-    self, RealConfig, RealError, RealReport, RealSettings, StoreTarget,
-};
-use leasesim_retention::Retention;
-use leasesim_retention::checkers::Situation;
 
 /// The systems that have a real-run module, and the stores each one runs on.
 const STORES: &[(&str, &[StoreKind])] = &[
-    ("retention", &[StoreKind::Sqlite, StoreKind::Postgres]),
     ("reservations", &[StoreKind::Sqlite, StoreKind::Postgres]),
     ("holder-lock", &[StoreKind::Redis]),
 ];
@@ -132,70 +127,8 @@ pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
     }
     let store = check_store(&args)?;
     match args.system.as_str() {
-        "reservations" => return other::reservations(&args, store),
-        "holder-lock" => return other::holder_lock(&args),
-        _ => {}
-    }
-    check_worker(&args.worker, &retention::workers())?;
-    let (target, scratch) = target(&args, store)?;
-    let runs = retention_runs(&args, &target);
-    // The scratch file goes whether the runs ended or one could not start.
-    if let Some(path) = scratch {
-        remove_sqlite(&path);
-    }
-    let (caught, last) = runs?;
-    if args.trace {
-        print_trace(&last);
-    }
-    if args.runs > 1 {
-        print_summary(&args, &caught);
-    }
-    Ok(i32::from(!caught.is_empty()))
-}
-
-/// The retention runs of `args` on `target`: the invariants they broke, and the last report.
-fn retention_runs(
-    args: &RealArgs,
-    target: &StoreTarget,
-) -> Result<(Vec<String>, RealReport), UsageError> {
-    let mut caught = Vec::new();
-    let mut last = None;
-    for seed in args.seed..args.seed + args.runs {
-        let config = RealConfig {
-            target: target.clone(),
-            worker: args.worker.clone(),
-            replicas: args.replicas(),
-            duration_ms: args.duration(),
-            liveness_ms: args.liveness(),
-            seed,
-            settings: RealSettings::default(),
-            keep_events: args.trace && seed + 1 == args.seed + args.runs,
-        };
-        if seed == args.seed {
-            print_header(&config, args);
-        }
-        let report = retention::run(&config).map_err(|error| run_error(error, target))?;
-        print_run(seed, &report, args.runs > 1);
-        if let Some(violation) = &report.violation {
-            caught.push(violation.invariant.to_string());
-        }
-        last = Some(report);
-    }
-    Ok((caught, last.expect("at least one run")))
-}
-
-/// A run that could not start, as bad input: the store could not be set up (unreachable
-/// server, unwritable file), or the run's settings were refused.
-fn run_error(error: RealError, target: &StoreTarget) -> UsageError {
-    let (flag, given) = match &error {
-        RealError::Store(_) => ("--store", target.kind().to_string()),
-        RealError::UnknownWorker { given, .. } => ("--worker", given.clone()),
-        RealError::BadConfig(_) => ("--system", "retention".to_string()),
-    };
-    UsageError::BadValue {
-        flag,
-        given,
-        why: error.to_string(),
+        "reservations" => other::reservations(&args, store),
+        _ => other::holder_lock(&args),
     }
 }
 
@@ -291,88 +224,6 @@ fn target(args: &RealArgs, store: StoreKind) -> Result<(StoreTarget, Option<Path
             "Redis holds the holder-lock system's claims; the {} system's store is sqlite or postgres",
             args.system
         ))),
-    }
-}
-
-fn print_header(config: &RealConfig, args: &RealArgs) {
-    let s = &config.settings;
-    let store = match &config.target {
-        StoreTarget::Sqlite { path } => format!("sqlite ({})", path.display()),
-        StoreTarget::Postgres { schema, .. } => format!("postgres (schema {schema})"),
-    };
-    println!("system:   {}", args.system);
-    println!("store:    {store}");
-    println!("worker:   {}", config.worker);
-    println!(
-        "run:      {} replicas; safety {}ms, liveness {}ms; seed {}{}",
-        config.replicas,
-        config.duration_ms,
-        config.liveness_ms,
-        config.seed,
-        if args.runs > 1 {
-            format!(" (+{} more runs)", args.runs - 1)
-        } else {
-            String::new()
-        }
-    );
-    println!(
-        "settings: lease {}ms, renew every {}ms, batch {}, cap {}, retention {}ms, {} rows",
-        s.worker.lease_ttl_ms,
-        s.worker.renew_every_ms,
-        s.worker.batch_rows,
-        s.worker.cap_rows,
-        s.worker.retention_ms,
-        s.rows
-    );
-    println!(
-        "faults:   {}; latency lease {}..{}ms, delete {}..{}ms each way",
-        s.process,
-        s.lease_latency.min,
-        s.lease_latency.max,
-        s.delete_latency.min,
-        s.delete_latency.max
-    );
-    println!("calls:    {}", s.net);
-}
-
-fn print_run(seed: u64, report: &RealReport, several: bool) {
-    let stats = &report.stats;
-    if several {
-        println!("seed {seed}: {}", report.verdict_line());
-    } else {
-        println!("verdict:  {}", report.verdict_line());
-    }
-    let counts = format!(
-        "{} events, {} calls, {} terms, {} rows deleted, {} stale deletes refused, {} pauses, \
-         {} stops, {} store errors ({:.1} s)",
-        stats.events,
-        stats.calls,
-        stats.terms,
-        stats.rows_deleted,
-        stats.stale_refused,
-        stats.pauses,
-        stats.stops,
-        stats.store_errors,
-        stats.wall_ms as f64 / 1000.0
-    );
-    let prefix = if several { "  " } else { "" };
-    println!("{prefix}counts:   {counts}");
-    println!(
-        "{prefix}coverage: {}",
-        coverage_line::<Situation>(report.coverage)
-    );
-    if let Some(error) = &stats.last_store_error {
-        println!("{prefix}last store error: {error}");
-    }
-}
-
-fn print_trace(report: &RealReport) {
-    println!();
-    for event in &report.events {
-        println!("{}", leasesim::trace::line::<Retention>(event));
-    }
-    if let Some(violation) = &report.violation {
-        println!("                    !! {violation}");
     }
 }
 

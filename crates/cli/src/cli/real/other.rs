@@ -5,9 +5,9 @@
 //! - *run line*: one run's verdict, counts and coverage, as `print_run` writes retention's.
 
 use leasesim::error::UsageError;
+use leasesim_real::RealError;
 use leasesim_real::phases::ProcessFaults;
 use leasesim_real::reservations;
-use leasesim_real::retention::RealError;
 
 use super::{RealArgs, StoreKind, check_worker, coverage_line, print_summary, remove_sqlite};
 

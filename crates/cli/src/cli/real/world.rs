@@ -212,7 +212,14 @@ fn print_run(args: &RealArgs, seed: u64, run: &RealOutcome) {
     if let Some(error) = &tally.last_error {
         println!("{prefix}last store error: {error}");
     }
+    if run.trace.is_empty() {
+        return;
+    }
+    println!();
     for line in &run.trace {
         println!("{line}");
+    }
+    if run.failed {
+        println!("                    !! {}", run.verdict);
     }
 }
