@@ -102,7 +102,14 @@ impl<S: System> Env<S> for RealEnv<S> {
     }
 
     fn emit(&self, event: Event<S>) {
-        let at_ms = self.now_ms();
+        self.emit_at(self.now_ms(), event);
+    }
+
+    fn emit_at(&self, at_ms: u64, event: Event<S>) {
+        // invariant: an event is never stamped after now; one stamped at an earlier instant
+        // (what a store call applied, when the call returned) is still no earlier than the
+        // event before it, since the call blocked the one thread the events come from.
+        debug_assert!(at_ms <= self.now_ms(), "an event stamped in the future");
         // invariant: event time never decreases along a run's stream (tokio's clock is
         // monotonic, and one thread emits every event).
         assert!(

@@ -62,6 +62,15 @@ pub trait Env<V: Vocabulary> {
     /// Records an event at the current instant.
     fn emit(&self, event: Event<V>);
 
+    /// Records an event at instant `at_ms`, which is not after now: a real run's store call
+    /// blocks the thread, and what the store applied is recorded at the instant the call was
+    /// applied, not when it returned. A simulated world's time does not move during an apply,
+    /// so by default this is [`Env::emit`].
+    fn emit_at(&self, at_ms: u64, event: Event<V>) {
+        let _ = at_ms;
+        self.emit(event);
+    }
+
     /// Completes `duration_ms` after now.
     fn sleep(&self, duration_ms: u64) -> EnvSleep {
         self.sleep_until(self.now_ms().saturating_add(duration_ms))

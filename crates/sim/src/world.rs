@@ -74,6 +74,9 @@ pub struct World<S: System> {
     next_call: Cell<u64>,
     next_task: Cell<u32>,
     healed: Cell<bool>,
+    /// The instant (virtual ms) of the apply under way, if any: service time during an apply
+    /// is its instant, also when a real store's call takes real time.
+    applying_ms: Cell<Option<u64>>,
     /// Replies no call or flight holds any more, for the next calls.
     replies: Replies<S::Answer>,
 }
@@ -94,6 +97,7 @@ impl<S: System> World<S> {
             next_call: Cell::new(1),
             next_task: Cell::new(1),
             healed: Cell::new(false),
+            applying_ms: Cell::new(None),
             replies: Replies::default(),
         }
     }
@@ -130,9 +134,9 @@ impl<S: System> World<S> {
         &self.replicas
     }
 
-    /// Service time now.
+    /// Service time now: during an apply, the apply's instant.
     pub fn service_now_ms(&self) -> u64 {
-        EPOCH_MS + self.env.now_ms()
+        EPOCH_MS + self.applying_ms.get().unwrap_or_else(|| self.env.now_ms())
     }
 
     pub fn next_call_id(&self) -> u64 {
@@ -204,7 +208,8 @@ impl<S: System> World<S> {
             env.emit_for(replica, EventKind::RequestLost { call, op });
             return self.timed_out(sent_ms).await;
         }
-        let (applied, answer) = match self.apply(replica, request) {
+        let applied_ms = env.now_ms();
+        let (applied, answer) = match self.apply(replica, request, applied_ms) {
             Ok(done) => done,
             Err(StoreFailure::Refused) => return self.refused(replica, call, op).await,
             Err(StoreFailure::Unknown) => {
@@ -212,7 +217,13 @@ impl<S: System> World<S> {
                 return self.timed_out(sent_ms).await;
             }
         };
-        env.emit_for(replica, EventKind::Applied { call, applied });
+        // invariant: an apply takes no virtual time; a real store's call may take real time,
+        // and what it applied is recorded at the instant it was applied.
+        debug_assert!(self.store.is_some() || env.now_ms() == applied_ms);
+        env.emit_at(
+            applied_ms,
+            leasesim_events::Event::of(replica, EventKind::Applied { call, applied }),
+        );
         if self.fault(self.profile.reply_lost.get(op)) {
             env.emit_for(replica, EventKind::ReplyLost { call });
             return self.timed_out(sent_ms).await;
@@ -221,16 +232,21 @@ impl<S: System> World<S> {
         answer
     }
 
-    /// Applies `request` at the simulated services, or at the real store if the run has one.
+    /// Applies `request` at the simulated services, or at the real store if the run has one,
+    /// at instant `at_ms` (now).
     fn apply(
         &self,
         replica: ReplicaId,
         request: S::Request,
+        at_ms: u64,
     ) -> Result<(S::Applied, S::Answer), StoreFailure> {
-        match &self.store {
-            None => Ok(S::apply(self, replica, request)),
-            Some(store) => store.apply(self, replica, request),
-        }
+        let Some(store) = &self.store else {
+            return Ok(S::apply(self, replica, request));
+        };
+        self.applying_ms.set(Some(at_ms));
+        let applied = store.apply(self, replica, request);
+        self.applying_ms.set(None);
+        applied
     }
 
     /// Tells the run's store hook, if any, that the world changed its services outside a
