@@ -7,11 +7,13 @@
 //! - *trust*: the [`Deadline`] the attempt keeps on its claim, started when the create (later:
 //!   the last granted renewal) was sent and lasting the trusted time
 //!   ([`ClaimConfig::trusted_ms`]). While it has not passed, the store holds the claim.
-//! - *keeper*: the half of an attempt that watches the job: it renews the claim on schedule
-//!   and stops the job (aborts its future, so it takes no further step) when the trust
-//!   passes, a renewal finds the claim gone or fails, or `stop` comes. It runs beside the job
-//!   inside the `run` future (no task is spawned), and is polled before the job, so a job
-//!   waking at the same instant as the keeper's reason to stop it takes no further step.
+//! - *keeper*: the half of an attempt that watches the job. With renewal on, it renews the
+//!   claim on schedule and stops the job (aborts its future, so it takes no further step) when
+//!   the trust passes, a renewal finds the claim gone or fails, or `stop` comes; without
+//!   renewal it watches only for the job's end and `stop`, so a long job runs past the claim's
+//!   deadline. It runs beside the job inside the `run` future (no task is spawned), and is
+//!   polled before the job, so a job waking at the same instant as the keeper's reason to stop
+//!   it takes no further step.
 //! - *release*: at the end of every attempt whose create won, on every way out: a conditional
 //!   delete, or, on a store that cannot compare and delete in one step, a read that leaves
 //!   the claim to run out. A release that finds the claim gone is counted and reported.

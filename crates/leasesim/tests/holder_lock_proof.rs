@@ -3,7 +3,8 @@
 //! scenario; each scenario makes the situation it is named after happen.
 //!
 //! The full-size figures (20,000 seeds per scenario; seeds-to-detect over 20 ranges) come from
-//! the commands in the README; these tests run smaller counts of the same thing.
+//! the commands in docs/systems/holder-lock.md; these tests run smaller counts of the same
+//! thing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;

@@ -1,7 +1,8 @@
 //! The harness finds the review's bugs, and the real worker survives every scenario.
 //!
 //! The full-size figures (20,000 seeds per scenario; seeds-to-detect over 20 ranges) are
-//! produced by the commands in README; these tests run smaller counts of the same thing.
+//! produced by the commands in docs/systems/retention.md; these tests run smaller counts of
+//! the same thing.
 
 use Probe::{AcrossSeeds, EachRun};
 use leasesim::catalog::{builtin_names_of, resolve_in, resolve_typed};

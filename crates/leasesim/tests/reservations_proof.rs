@@ -2,7 +2,8 @@
 //! production worker survives every scenario, and each scenario makes its situation happen.
 //!
 //! The full-size figures (20,000 seeds per scenario; seeds-to-detect over 20 ranges) are
-//! produced by the commands in README; these tests run smaller counts of the same thing.
+//! produced by the commands in docs/systems/reservations.md; these tests run smaller counts
+//! of the same thing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;

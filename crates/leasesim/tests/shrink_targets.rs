@@ -5,7 +5,7 @@
 //! The (scenario, seed) pairs are the first `FAIL` lines of
 //! `leasesim fuzz --scenario all --worker NAME --seeds 200 --no-failure-db --jobs 1`, one per
 //! worker of `leasesim list` other than `correct` and `naive`. The 10-second bound is measured
-//! with the CLI (README), not here: tests never time themselves.
+//! with the CLI (`leasesim shrink`), not here: tests never time themselves.
 
 use std::rc::Rc;
 

@@ -1,4 +1,4 @@
-//! The work-items system (design 001): the harness catches each naive shape the seed warns
+//! The work-items system (design 001): the harness catches each naive shape design 001 warns
 //! about by its own invariant, the production core survives every scenario, and each scenario
 //! makes the situation it is named after happen.
 //!

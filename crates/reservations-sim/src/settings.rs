@@ -247,7 +247,7 @@ pub const WORKER_SETTINGS: SettingsRules<WorkerConfig> = SettingsRules {
     documented_default,
 };
 
-/// The defaults `WorkerConfig`'s documentation states, after the seed: "batches of 50, 60 s
+/// The defaults `WorkerConfig`'s documentation states, after design 002: "batches of 50, 60 s
 /// claims, an idle pause of 1 s plus up to 2 s, and the default `RetryPolicy` (500 ms
 /// doubling, capped at 30 s, 5 attempts)".
 fn documented_default() -> WorkerConfig {

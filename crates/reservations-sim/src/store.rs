@@ -281,7 +281,7 @@ impl Store {
         }
     }
 
-    /// The metrics the seed asks a dashboard for, at `now_ms`.
+    /// The metrics design 002 asks a dashboard for, at `now_ms`.
     pub fn metrics(&self, now_ms: u64) -> MetricsView {
         let due = self.due.iter().take_while(|(until, _)| *until <= now_ms);
         let mut oldest = None;

@@ -15,7 +15,7 @@ use crate::retry::RetryPolicy;
 
 /// Configuration of an [`ExpiryWorker`](crate::ExpiryWorker).
 ///
-/// The default follows the seed: batches of 50, 60 s claims, an idle pause of 1 s plus up to
+/// The default follows design 002: batches of 50, 60 s claims, an idle pause of 1 s plus up to
 /// 2 s, and the default [`RetryPolicy`] (500 ms doubling, capped at 30 s, 5 attempts).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerConfig {

@@ -11,7 +11,7 @@
 //! - *location*: `file:line:column` of a value; every error names one.
 //!
 //! Every key is optional except `description` and `system`; every fault defaults to off. An
-//! unknown key is an error at its location that lists the valid ones. `scenarios/README.md`
+//! unknown key is an error at its location that lists the valid ones. `docs/scenario-files.md`
 //! documents every key of every system.
 
 use std::ops::Range;

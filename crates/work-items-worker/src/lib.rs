@@ -9,7 +9,7 @@
 //! - *port*: one of [`Clock`], [`Store`], [`Provider`]: the worker's only contact with the
 //!   world. No runtime is named in this crate, so any executor can drive it.
 //!
-//! The contract in one sentence (the seed's): every cleanup effect is safe to repeat, and a
+//! The contract in one sentence (design 001's): every cleanup effect is safe to repeat, and a
 //! worker without current ownership cannot commit a stale result. The store enforces the
 //! second half (every commit names the claim's token); the worker keeps to it too: after a
 //! lease-lost answer it sends nothing more for that claim, and it never retries the provider

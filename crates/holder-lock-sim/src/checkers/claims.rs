@@ -9,7 +9,7 @@
 //!   sends its release or ends (a dropped job takes no further step; `effects-under-claim`
 //!   checks that).
 //! - *explained overlap*: a job may start beside a running one only if the running one's
-//!   claim had run out by the time the new claim was made; anything else is the seed's
+//!   claim had run out by the time the new claim was made; anything else is design 004's
 //!   "third worker": a job let in by a release that freed a claim which was not its own. A
 //!   claim the store forgot (eviction, failover, restart) counts as run out at that instant;
 //!   a failover that undid a renewal moves its end back to the one it had before.

@@ -12,8 +12,8 @@
 //!
 //! ## Contract audit
 //!
-//! [`audit`] maps every sentence of the design's contract (the text) to the invariant
-//! that catches it, or to the test that covers it where no run can show it.
+//! [`audit`] maps every sentence of the contract (the production core's and design 004's) to
+//! the invariant that catches it, or to the test that covers it where no run can show it.
 
 mod claims;
 mod coverage;

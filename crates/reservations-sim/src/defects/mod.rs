@@ -28,7 +28,7 @@ use reservations_worker::{RunError, RunReport};
 use crate::ports::{SimClock, SimLetters, SimStore, SimTokens, WorkerPorts, WorkerUnderTest};
 use engine::{ClaimFlaw, Engine, ExpireFlaw, Flaws, NowFlaw, ReleaseFlaw, RetryFlaw, TokenFlaw};
 
-/// Every defective worker of the reservation system, in the order; each one's
+/// Every defective worker of the reservation system, in the contract's order; each one's
 /// engine switches are [`Flaws::NONE`] with exactly one changed.
 pub const DEFECTS: &[Defect<Flaws>] = &[
     Defect {

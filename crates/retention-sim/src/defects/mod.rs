@@ -63,8 +63,8 @@ pub use whole_batches::WholeBatchesWorker;
 pub type BuildWorker = fn(WorkerPorts) -> Rc<AnyWorker>;
 
 /// Every defective worker: `naive` first, then the design review's five findings one by one,
-/// then the extras (`stale-renewal` and `whole-batches` found by the contract audit of issue
-/// 11, the last two by mutation testing).
+/// then the extras (`stale-renewal` and `whole-batches` for clauses of the contract audit,
+/// `no-renewal` and `sleepy-stop` for the mutants only `renewal-due` and `stop-prompt` catch).
 pub const DEFECTS: &[Defect<BuildWorker>] = &[
     Defect {
         info: naive::INFO,

@@ -17,8 +17,8 @@
 //!
 //! ## Contract audit
 //!
-//! [`audit`] maps every sentence of the design's contract (and of the issue that set this
-//! system up) to the invariant that catches it, or to the test that covers it.
+//! [`audit`] maps every sentence of the contract (design 001's, and the production core's
+//! ports, loop and invariants) to the invariant that catches it, or to the test that covers it.
 
 mod claims;
 mod coverage;
