@@ -77,10 +77,22 @@ fn assert_refused(cases: &[(&[&str], &str)]) {
 
 #[test]
 fn a_shared_world_systems_bad_input_is_refused_with_exit_2_before_any_run() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["--system", "work-items", "--store", "redis"],
             "the work-items system's real stores are: sqlite, postgres",
+        ),
+        (
+            &["--system", "reservations", "--store", "redis"],
+            "the reservations system's real stores are: sqlite, postgres",
+        ),
+        (
+            &["--system", "reservations", "--worker", "plain-delete"],
+            "unknown worker `plain-delete`",
+        ),
+        (
+            &["--system", "reservations", "--scenario", "items-steady"],
+            "it is a `work-items` scenario, not a `reservations` one",
         ),
         (
             &["--system", "work-items", "--worker", "stale-release"],
@@ -112,22 +124,14 @@ fn a_shared_world_systems_bad_input_is_refused_with_exit_2_before_any_run() {
 
 #[test]
 fn bad_input_is_refused_with_exit_2_before_any_run() {
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["--store", "redis"],
             "the retention system's real stores are: sqlite, postgres",
         ),
         (
-            &["--system", "reservations", "--store", "redis"],
-            "the reservations system's real stores are: sqlite, postgres",
-        ),
-        (
             &["--system", "holder-lock", "--store", "sqlite"],
             "the holder-lock system's real stores are: redis",
-        ),
-        (
-            &["--system", "reservations", "--worker", "plain-delete"],
-            "unknown worker `plain-delete`",
         ),
         (&["--worker", "nope"], "unknown worker `nope`"),
         (&["--system", "nope"], "unknown system `nope`"),
@@ -190,25 +194,29 @@ fn a_work_items_real_run_takes_its_scenario_on_the_shared_world() {
 
 #[test]
 #[ignore = "real time on tokio against a real store: .ci/run runs it on its own, not in the default run"]
-fn a_reservations_real_run_on_sqlite_prints_a_verdict_and_coverage() {
+fn a_reservations_real_run_takes_its_scenario_on_the_shared_world() {
     let output = leasesim(&[
         "--system",
         "reservations",
         "--duration",
         "1s",
         "--liveness",
-        "1s",
+        "2s",
         "--seed",
         "1",
     ]);
     let (out, err) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{out}{err}");
-    assert!(out.contains("system:   reservations"), "{out}");
-    assert!(
-        out.contains("verdict:  pass: every invariant held"),
-        "{out}"
-    );
-    assert!(out.contains("coverage: reached "), "{out}");
+    for line in [
+        "system:   reservations",
+        "scenario: expiry-steady (3 replicas)",
+        "verdict:  pass: every invariant held",
+        "store calls answered, 0 refused",
+        "coverage: reached ",
+    ] {
+        assert!(out.contains(line), "`{line}` missing: {out}");
+    }
+    assert!(!out.contains("DIVERGES"), "{out}");
 }
 
 #[test]

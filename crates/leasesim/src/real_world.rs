@@ -248,12 +248,16 @@ fn run_one<S: System + Render, H: RealHook<S> + 'static>(
 
 /// The real store entries of the builtin systems that run on the shared world.
 pub fn builtin() -> Vec<RealStore> {
-    use leasesim_real::{retention::LeaseStoreHook, work_items::ItemStoreHook};
+    use leasesim_real::{
+        reservations::ReservationStoreHook, retention::LeaseStoreHook, work_items::ItemStoreHook,
+    };
+    use leasesim_reservations::Reservations;
     use leasesim_retention::Retention;
     use leasesim_work_items::WorkItems;
     const SQL: &[StoreKind] = &[StoreKind::Sqlite, StoreKind::Postgres];
     vec![
         real_store::<Retention, LeaseStoreHook>(SQL, "steady"),
         real_store::<WorkItems, ItemStoreHook>(SQL, "items-steady"),
+        real_store::<Reservations, ReservationStoreHook>(SQL, "expiry-steady"),
     ]
 }

@@ -1,11 +1,17 @@
 //! A store hook sits where the simulated services were: a hook that applies the model gives
-//! the very same run, and one that refuses every call applies nothing.
+//! the very same run, and one that refuses every call applies nothing; a hook is told every
+//! change the world makes to its services outside requests, as the model made it.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use leasesim::work_items::WorkItems;
 use leasesim_events::{EventKind, ReplicaId};
+use leasesim_reservations::Reservations;
+use leasesim_reservations::agents::StoreChange;
+use leasesim_reservations::events::{
+    Answer as ResvAnswer, Applied as ResvApplied, Note, Request as ResvRequest,
+};
 use leasesim_rt::{Sim, SimConfig};
 use leasesim_sim::{
     Apply, EventSink, FaultProfile, SimEnv, StoreFailure, StoreHook, Workers, World, run_phases,
@@ -62,22 +68,21 @@ fn steady() -> Rc<leasesim_sim::Scenario<WorkItems>> {
 
 /// One simulated run of `scenario` from `seed` with `hook` in place of the services: its
 /// trace hash and events.
-fn run_with(
-    scenario: &Rc<leasesim_sim::Scenario<WorkItems>>,
+fn run_with<S: leasesim_sim::System>(
+    scenario: &Rc<leasesim_sim::Scenario<S>>,
     seed: u64,
-    hook: Rc<dyn StoreHook<WorkItems>>,
+    hook: Rc<dyn StoreHook<S>>,
 ) -> (
     u64,
-    Vec<leasesim_events::Stamped<leasesim_events::Event<WorkItems>>>,
+    Vec<leasesim_events::Stamped<leasesim_events::Event<S>>>,
 ) {
     let mut sim = Sim::new(SimConfig::seeded(seed));
     let handle = sim.handle();
     let events = Rc::new(EventSink::new(handle.clone(), true));
-    let env: Rc<dyn leasesim_sim::Env<WorkItems>> =
-        Rc::new(SimEnv::new(handle.clone(), events.clone()));
+    let env: Rc<dyn leasesim_sim::Env<S>> = Rc::new(SimEnv::new(handle.clone(), events.clone()));
     let profile = FaultProfile::draw(scenario, &*env);
     let world = Rc::new(World::new(scenario.clone(), profile, env).with_store(hook));
-    let factory = WorkItems::factory("correct").expect("the correct worker");
+    let factory = S::factory("correct").expect("the correct worker");
     let outcome = sim.block_on(run_phases(world.clone(), factory));
     assert!(outcome.is_completed(), "{outcome:?}");
     world.teardown();
@@ -115,4 +120,77 @@ fn a_hook_that_refuses_every_call_applies_nothing_and_every_caller_sees_a_refusa
         count(|k| matches!(k, EventKind::Rejected { .. })),
         hook.calls.get()
     );
+}
+
+/// Applies the reservations model, and keeps the agents' changes it is told of.
+#[derive(Default)]
+struct AgentsHook {
+    changes: RefCell<Vec<StoreChange>>,
+}
+
+impl StoreHook<Reservations> for AgentsHook {
+    fn apply(
+        &self,
+        world: &World<Reservations>,
+        replica: ReplicaId,
+        request: ResvRequest,
+    ) -> Result<(ResvApplied, ResvAnswer), StoreFailure> {
+        Ok(Reservations::apply(world, replica, request))
+    }
+
+    fn services_changed(&self, _world: &World<Reservations>, change: &dyn std::any::Any) {
+        let change = change.downcast_ref::<StoreChange>().expect("a StoreChange");
+        self.changes.borrow_mut().push(*change);
+    }
+}
+
+#[test]
+fn a_reservations_hook_is_told_each_agents_change_as_the_model_made_it_and_the_run_is_unchanged() {
+    let scenario = Rc::new(
+        leasesim::catalog::resolve_typed::<Reservations>("expiry-consume-race").expect("a builtin"),
+    );
+    let factory = Reservations::factory("correct").expect("the correct worker");
+    for seed in 0..3 {
+        let plain = simulate(&scenario, &factory, SimConfig::seeded(seed), true, None);
+        let hook = Rc::new(AgentsHook::default());
+        let (hash, events) = run_with(&scenario, seed, hook.clone());
+        assert_eq!(
+            hash, plain.trace_hash,
+            "seed {seed}: telling the hook changed the run"
+        );
+        // The agents' notes, as changes: every one was told, in order, with the model's outcome.
+        let noted: Vec<StoreChange> = events
+            .iter()
+            .filter_map(|e| match e.event.kind {
+                EventKind::Note(Note::Placed {
+                    id,
+                    hold_until_ms,
+                    malformed,
+                }) => Some(StoreChange::Placed {
+                    id,
+                    hold_until_ms,
+                    malformed,
+                }),
+                EventKind::Note(Note::Consumed { id, hold_until_ms }) => {
+                    Some(StoreChange::Consumed {
+                        id,
+                        outcome: Ok(hold_until_ms),
+                    })
+                }
+                EventKind::Note(Note::ConsumeRefused { id, status }) => {
+                    Some(StoreChange::Consumed {
+                        id,
+                        outcome: Err(status),
+                    })
+                }
+                _ => None,
+            })
+            .collect();
+        let consumed = noted
+            .iter()
+            .filter(|c| matches!(c, StoreChange::Consumed { outcome: Ok(_), .. }))
+            .count();
+        assert!(consumed > 0, "seed {seed}: the agents consumed holds");
+        assert_eq!(*hook.changes.borrow(), noted, "seed {seed}");
+    }
 }

@@ -29,9 +29,10 @@
 //!   applied), reply lost after the store applied it. A lost request or reply ends in the
 //!   caller's timeout, as in a simulation.
 //!
-//! One module per system: [`retention`], [`reservations`], `holder_lock` (feature `redis`);
-//! [`phases`] and [`record`] hold what they share (the phases, pauses, stops and shutdown; the
-//! recorder and the serial line of store calls).
+//! One legacy module: `holder_lock` (feature `redis`), with [`phases`] and [`record`] (the
+//! phases, pauses, stops and shutdown; the recorder and the serial line of store calls). The
+//! systems that run on the shared world have a store hook instead ([`world`]): [`retention`],
+//! [`work_items`], [`reservations`].
 
 use std::future::Future;
 

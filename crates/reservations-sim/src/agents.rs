@@ -10,14 +10,35 @@
 //! Agents act on the store directly (they are the support application, not workers under
 //! test): each action is one atomic step at its instant, recorded as a world note. They place
 //! holds until the liveness phase ends.
+//! - *store change*: an agent's action as the store sees it ([`StoreChange`]), told to the
+//!   world right after the simulated store made it ([`World::services_changed`]), so a real
+//!   run's store hook makes the same change on the real store. A simulated run has no hook:
+//!   telling it draws nothing and emits nothing.
 
 use std::rc::Rc;
 
 use leasesim_sim::{EPOCH_MS, World};
 
 use crate::Reservations;
-use crate::events::Note;
+use crate::events::{Note, StatusView};
 use crate::settings::AgentsSection;
+
+/// A change the agents made to the store outside any worker's request, with what the
+/// simulated store answered (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreChange {
+    /// A hold was placed: the id the store gave it, its deadline, whether it is malformed.
+    Placed {
+        id: u32,
+        hold_until_ms: u64,
+        malformed: bool,
+    },
+    /// Hold `id` was consumed (its deadline), or the consume was refused (the status found).
+    Consumed {
+        id: u32,
+        outcome: Result<u64, StatusView>,
+    },
+}
 
 /// The agents of one run: the backlog, then a placement every `place_every_ms`.
 pub async fn agents(world: Rc<World<Reservations>>) {
@@ -47,6 +68,11 @@ fn place(world: &Rc<World<Reservations>>, agents: &AgentsSection, hold_until_ms:
     let env = world.env();
     let malformed = world.fault(world.profile().system.malformed);
     let id = world.services().store.place(hold_until_ms, malformed);
+    world.services_changed(&StoreChange::Placed {
+        id,
+        hold_until_ms,
+        malformed,
+    });
     env.note(Note::Placed {
         id,
         hold_until_ms,
@@ -73,6 +99,10 @@ async fn consume_at(world: Rc<World<Reservations>>, id: u32, at_ms: u64) {
     let env = world.env();
     env.sleep_until(at_ms.saturating_sub(EPOCH_MS)).await;
     let consumed = world.services().store.consume(id);
+    world.services_changed(&StoreChange::Consumed {
+        id,
+        outcome: consumed,
+    });
     let note = match consumed {
         Ok(hold_until_ms) => Note::Consumed { id, hold_until_ms },
         Err(status) => Note::ConsumeRefused { id, status },

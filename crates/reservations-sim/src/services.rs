@@ -115,13 +115,20 @@ impl Apply for Reservations {
         request: Request,
     ) -> (Applied, Answer) {
         let _ = replica;
-        if world.fault(world.profile().system.store_timeout) {
+        if store_timed_out(world) {
             return (Applied::StoreTimeout, Answer::Failed(Failure::StoreTimeout));
         }
         let now_ms = world.service_now_ms();
         let applied = apply_at(&mut world.services().store, request, now_ms);
         (applied, answer_of(&applied))
     }
+}
+
+/// Does the `store_timeout` fault strike the request being applied now? One draw per apply
+/// (none once healed): a struck request applies nothing, and its caller sees
+/// [`Failure::StoreTimeout`]. A real run's store hook draws it as the simulation does.
+pub fn store_timed_out(world: &World<Reservations>) -> bool {
+    world.fault(world.profile().system.store_timeout)
 }
 
 /// Applies `request` to `store` at store time `now_ms`: what the store did. The simulation

@@ -4,8 +4,9 @@
 //! Terminology:
 //! - *store kind*: `sqlite` (a file; no server), `postgres` (a server: `--pg-url` or
 //!   `LEASESIM_PG_URL`; the binary needs the feature `postgres`), `redis` (a server:
-//!   `--redis-url` or `LEASESIM_REDIS_URL`; the feature `redis`). Each system has its stores
-//!   ([`STORES`]): retention and reservations on SQL, the holder-lock claim on Redis.
+//!   `--redis-url` or `LEASESIM_REDIS_URL`; the feature `redis`). Each system has its stores:
+//!   a system on the shared world those of its registry entry (retention, work-items and
+//!   reservations on SQL), a legacy one those of [`STORES`] (the holder-lock claim on Redis).
 //! - *runs*: `--runs N` repeats the run with seeds `S..S+N` and counts verdicts, to say how
 //!   often a defective worker's bug shows in real time.
 //!
@@ -16,15 +17,13 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use leasesim::catalog;
 use leasesim::error::{UsageError, parse_duration_ms, parse_seed};
+#[cfg(feature = "redis")]
 use leasesim_invariants::{SituationName, SituationSet};
 use leasesim_real::StoreTarget;
 use leasesim_real::remove_sqlite;
 
-/// The systems that have a real-run module, and the stores each one runs on.
-const STORES: &[(&str, &[StoreKind])] = &[
-    ("reservations", &[StoreKind::Sqlite, StoreKind::Postgres]),
-    ("holder-lock", &[StoreKind::Redis]),
-];
+/// The systems that have a legacy real-run module, and the stores each one runs on.
+const STORES: &[(&str, &[StoreKind])] = &[("holder-lock", &[StoreKind::Redis])];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StoreKind {
@@ -45,9 +44,9 @@ pub struct RealArgs {
     /// The worker: `correct` or a defective worker of the system.
     #[arg(long, default_value = "correct")]
     worker: String,
-    /// The scenario of a system that runs on the shared world (work-items): its faults,
-    /// phases and settings, with --duration, --liveness and --replicas written over it
-    /// (default: the system's steady scenario, e.g. `items-steady`).
+    /// The scenario of a system that runs on the shared world (retention, work-items,
+    /// reservations): its faults, phases and settings, with --duration, --liveness and
+    /// --replicas written over it (default: the system's steady scenario, e.g. `items-steady`).
     #[arg(long)]
     scenario: Option<String>,
     /// Replicas, each a worker with connections of its own [default: 3, or the scenario's].
@@ -85,6 +84,8 @@ pub struct RealArgs {
     trace: bool,
 }
 
+/// What a legacy real run (holder-lock, on Redis) takes when a flag is not given.
+#[cfg(feature = "redis")]
 impl RealArgs {
     /// The replicas of a real run with settings of its own.
     fn replicas(&self) -> u16 {
@@ -125,11 +126,8 @@ pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
             ),
         });
     }
-    let store = check_store(&args)?;
-    match args.system.as_str() {
-        "reservations" => other::reservations(&args, store),
-        _ => other::holder_lock(&args),
-    }
+    check_store(&args)?;
+    other::holder_lock(&args)
 }
 
 /// The store the run uses: the one asked for, if the system has an adapter on it.
@@ -244,6 +242,7 @@ fn print_summary(args: &RealArgs, caught: &[String]) {
 }
 
 /// `reached N of M: a, b; not reached: c` for any system's situations.
+#[cfg(feature = "redis")]
 fn coverage_line<S: SituationName>(coverage: SituationSet<S>) -> String {
     let (reached, missed): (Vec<S>, Vec<S>) = S::ALL
         .iter()
