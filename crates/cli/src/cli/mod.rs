@@ -824,6 +824,7 @@ fn replay(args: ReplayArgs) -> Result<i32, UsageError> {
             path: path.display().to_string(),
             why: format!("cannot write the timeline: {err}"),
         })?;
+        eprintln!("timeline written to {}", path.display());
     }
     let mut stdout = std::io::stdout().lock();
     let text = match args.format {
