@@ -63,14 +63,18 @@ pub enum StoreTarget {
     Sqlite { path: PathBuf },
     /// A PostgreSQL server, in a schema of the run's own (dropped first if it exists).
     Postgres { url: String, schema: String },
+    /// A Redis server, in a key namespace of the run's own (`prefix`; its keys are deleted
+    /// first). The client needs the feature `redis`.
+    Redis { url: String, prefix: String },
 }
 
 impl StoreTarget {
-    /// `sqlite` or `postgres`.
+    /// `sqlite`, `postgres` or `redis`.
     pub fn kind(&self) -> &'static str {
         match self {
             StoreTarget::Sqlite { .. } => "sqlite",
             StoreTarget::Postgres { .. } => "postgres",
+            StoreTarget::Redis { .. } => "redis",
         }
     }
 }

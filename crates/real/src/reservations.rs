@@ -866,6 +866,9 @@ fn connect(target: &StoreTarget, count: usize) -> Result<(Vec<Connection>, Guard
             Ok((connections, None))
         }
         StoreTarget::Postgres { url, schema } => postgres_connections(url, schema, count),
+        StoreTarget::Redis { .. } => Err(AdapterError::Refused(
+            "the reservations system's store runs on sqlite or postgres, not redis".into(),
+        )),
     }
 }
 

@@ -158,6 +158,7 @@ fn print_header(args: &RealArgs, scenario: &dyn AnyScenario, target: &leasesim_r
         leasesim_real::StoreTarget::Postgres { schema, .. } => {
             format!("postgres (schema {schema})")
         }
+        leasesim_real::StoreTarget::Redis { prefix, .. } => format!("redis (namespace {prefix})"),
     };
     let more = match args.runs > 1 {
         true => format!(" (+{} more runs)", args.runs - 1),
