@@ -248,6 +248,8 @@ fn run_one<S: System + Render, H: RealHook<S> + 'static>(
 
 /// The real store entries of the builtin systems that run on the shared world.
 pub fn builtin() -> Vec<RealStore> {
+    use leasesim_holder_lock::HolderLock;
+    use leasesim_real::holder_lock::ClaimStoreHook;
     use leasesim_real::{retention::LeaseStoreHook, work_items::ItemStoreHook};
     use leasesim_retention::Retention;
     use leasesim_work_items::WorkItems;
@@ -255,5 +257,6 @@ pub fn builtin() -> Vec<RealStore> {
     vec![
         real_store::<Retention, LeaseStoreHook>(SQL, "steady"),
         real_store::<WorkItems, ItemStoreHook>(SQL, "items-steady"),
+        real_store::<HolderLock, ClaimStoreHook>(&[StoreKind::Redis], "holder-steady"),
     ]
 }

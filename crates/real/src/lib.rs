@@ -29,7 +29,8 @@
 //!   applied), reply lost after the store applied it. A lost request or reply ends in the
 //!   caller's timeout, as in a simulation.
 //!
-//! One module per system: [`retention`], [`reservations`], `holder_lock` (feature `redis`);
+//! One module per system: [`retention`], [`reservations`]; [`work_items`] and [`holder_lock`]
+//! are store hooks on the shared world ([`world`]);
 //! [`phases`] and [`record`] hold what they share (the phases, pauses, stops and shutdown; the
 //! recorder and the serial line of store calls).
 
@@ -40,7 +41,6 @@ use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use std::cell::{Cell, RefCell};
 
-#[cfg(feature = "redis")]
 pub mod holder_lock;
 pub mod phases;
 pub mod record;

@@ -4,8 +4,10 @@
 //! Terminology:
 //! - *store kind*: `sqlite` (a file; no server), `postgres` (a server: `--pg-url` or
 //!   `LEASESIM_PG_URL`; the binary needs the feature `postgres`), `redis` (a server:
-//!   `--redis-url` or `LEASESIM_REDIS_URL`; the feature `redis`). Each system has its stores
-//!   ([`STORES`]): retention and reservations on SQL, the holder-lock claim on Redis.
+//!   `--redis-url` or `LEASESIM_REDIS_URL`; the feature `redis`). Each system has its stores:
+//!   reservations on SQL ([`STORES`], its own real-run module); the systems on the shared
+//!   world list theirs in the registry (retention and work-items on SQL, the holder-lock claim
+//!   on Redis).
 //! - *runs*: `--runs N` repeats the run with seeds `S..S+N` and counts verdicts, to say how
 //!   often a defective worker's bug shows in real time.
 //!
@@ -21,10 +23,8 @@ use leasesim_real::StoreTarget;
 use leasesim_real::remove_sqlite;
 
 /// The systems that have a real-run module, and the stores each one runs on.
-const STORES: &[(&str, &[StoreKind])] = &[
-    ("reservations", &[StoreKind::Sqlite, StoreKind::Postgres]),
-    ("holder-lock", &[StoreKind::Redis]),
-];
+const STORES: &[(&str, &[StoreKind])] =
+    &[("reservations", &[StoreKind::Sqlite, StoreKind::Postgres])];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StoreKind {
@@ -45,9 +45,9 @@ pub struct RealArgs {
     /// The worker: `correct` or a defective worker of the system.
     #[arg(long, default_value = "correct")]
     worker: String,
-    /// The scenario of a system that runs on the shared world (work-items): its faults,
-    /// phases and settings, with --duration, --liveness and --replicas written over it
-    /// (default: the system's steady scenario, e.g. `items-steady`).
+    /// The scenario of a system that runs on the shared world (retention, work-items,
+    /// holder-lock): its faults, phases and settings, with --duration, --liveness and
+    /// --replicas written over it (default: the system's steady scenario, e.g. `items-steady`).
     #[arg(long)]
     scenario: Option<String>,
     /// Replicas, each a worker with connections of its own [default: 3, or the scenario's].
@@ -126,10 +126,7 @@ pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
         });
     }
     let store = check_store(&args)?;
-    match args.system.as_str() {
-        "reservations" => other::reservations(&args, store),
-        _ => other::holder_lock(&args),
-    }
+    other::reservations(&args, store)
 }
 
 /// The store the run uses: the one asked for, if the system has an adapter on it.
@@ -220,10 +217,21 @@ fn target(args: &RealArgs, store: StoreKind) -> Result<(StoreTarget, Option<Path
             let schema = format!("leasesim_real_{}", std::process::id());
             Ok((StoreTarget::Postgres { url, schema }, None))
         }
-        StoreKind::Redis => Err(bad(format!(
-            "Redis holds the holder-lock system's claims; the {} system's store is sqlite or postgres",
-            args.system
-        ))),
+        StoreKind::Redis if !cfg!(feature = "redis") => Err(bad(
+            "this binary has no Redis client: run `cargo run --release --features redis -- real ...`"
+                .into(),
+        )),
+        StoreKind::Redis => {
+            let url = args
+                .redis_url
+                .clone()
+                .or_else(|| std::env::var("LEASESIM_REDIS_URL").ok());
+            let url = url.ok_or_else(|| {
+                bad("no server: give --redis-url or set LEASESIM_REDIS_URL (e.g. `redis://127.0.0.1:6379/`)".into())
+            })?;
+            let prefix = format!("leasesim:real:{}:", std::process::id());
+            Ok((StoreTarget::Redis { url, prefix }, None))
+        }
     }
 }
 

@@ -207,6 +207,13 @@ fn print_run(args: &RealArgs, seed: u64, run: &RealOutcome) {
             "{prefix}observed: {violation} (expected by the scenario, or an exact instant real time cannot keep)"
         );
     }
+    if tally.skewed > 0 {
+        println!(
+            "{prefix}clock:    {} answers matched the model only at an instant shifted within \
+             the clock margin (the store ends lifetimes on its own clock)",
+            tally.skewed
+        );
+    }
     if let Some(divergence) = &tally.divergence {
         println!("{prefix}STORE DIVERGES FROM THE MODEL: {divergence}");
     }
