@@ -77,7 +77,15 @@ fn assert_refused(cases: &[(&[&str], &str)]) {
 
 #[test]
 fn a_shared_world_systems_bad_input_is_refused_with_exit_2_before_any_run() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
+        (
+            &["--system", "holder-lock", "--worker", "stale-release"],
+            "unknown worker `stale-release`",
+        ),
+        (
+            &["--system", "holder-lock", "--scenario", "items-steady"],
+            "it is a `work-items` scenario, not a `holder-lock` one",
+        ),
         (
             &["--system", "work-items", "--store", "redis"],
             "the work-items system's real stores are: sqlite, postgres",
@@ -255,4 +263,38 @@ fn replace_db_lets_a_run_use_an_existing_file() {
     assert_eq!(output.status.code(), Some(0), "{out}{err}");
     assert!(out.contains("verdict:  pass"), "{out}");
     assert_ne!(std::fs::read(&kept).unwrap(), b"not a run's store");
+}
+
+#[cfg(feature = "redis")]
+#[test]
+#[ignore = "real time on tokio against a Redis server (LEASESIM_REDIS_URL): .ci/run runs it"]
+fn a_holder_lock_real_run_on_redis_takes_its_scenario_on_the_shared_world() {
+    let url = std::env::var("LEASESIM_REDIS_URL").expect("LEASESIM_REDIS_URL names the server");
+    let output = leasesim(&[
+        "--system",
+        "holder-lock",
+        "--redis-url",
+        &url,
+        "--scenario",
+        "holder-volatile",
+        "--duration",
+        "3s",
+        "--liveness",
+        "4s",
+        "--runs",
+        "2",
+    ]);
+    let (out, err) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}{err}");
+    for line in [
+        "store:    redis (namespace leasesim:real:",
+        "scenario: holder-volatile (3 replicas)",
+        "seed 0: pass: every invariant held",
+        "seed 1: pass: every invariant held",
+        "0 of 2 runs broke an invariant",
+    ] {
+        assert!(out.contains(line), "`{line}` missing: {out}");
+    }
+    assert!(out.contains("store calls answered, 0 refused"), "{out}");
+    assert!(!out.contains("DIVERGES"), "{out}");
 }

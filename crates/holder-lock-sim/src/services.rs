@@ -13,7 +13,9 @@
 //!   restart): at every tick of its period, in the safety phase only, it strikes with its
 //!   probability (a coin of the run's one choice source, so value 0 is "no fault") and notes
 //!   each key it changed (`Note::Forgot`, and `Note::Reverted` when a failover brings a live
-//!   entry back) at that instant.
+//!   entry back) at that instant. A real run's store hook is told of each forgetting
+//!   (`Forgotten`, through `World::services_changed`) and makes it on the real store; a
+//!   lifetime's end is not told: a real store ends lifetimes on its own clock.
 //! - *slow timers*: at the start of the run each replica whose clock drifts below true speed
 //!   is noted (`Note::SlowTimer`): its worker's timers run slower than the store's clock.
 
@@ -24,7 +26,7 @@ use leasesim_events::ReplicaId;
 use leasesim_sim::{Apply, EPOCH_MS, FaultProfile, Scenario, World};
 
 use crate::events::{Answer, Applied, Forgetting, HolderLock, Note, Request};
-use crate::store::Loss;
+use crate::store::{Forgotten, Loss};
 
 /// The services of one run: the store.
 pub type Services = crate::store::ClaimStore;
@@ -109,6 +111,8 @@ pub fn forget(world: &World<HolderLock>, cause: Forgetting) {
             Forgetting::Restart => store.restart(now_ms),
         }
     };
+    // A real run's store forgets as the model did; a simulated run has no hook (nothing drawn).
+    world.services_changed(&Forgotten { cause, losses });
     let env = world.env();
     for loss in losses.into_iter().flatten() {
         // invariant: a key is noted only for the forgetting that struck.

@@ -19,6 +19,12 @@
 //!   `events::Forgetting`): [`ClaimStore::evict`], [`ClaimStore::fail_over`],
 //!   [`ClaimStore::restart`]. Each returns what it changed, for the notes; each leaves no
 //!   last write to revert behind it (a replica promoted or restarted has no older state).
+//! - *forgotten*: the world's one change to the store outside requests ([`Forgotten`]),
+//!   handed to a real run's store hook so a real store forgets as the model did. A lifetime's
+//!   end is no such change: a real store ends lifetimes on its own clock.
+//! - *probe*: what a request would answer at an instant, and the live token it would find
+//!   there, without applying it ([`ClaimStore::probe`]): a real run's hook asks it to explain
+//!   a real store's answer by the clock.
 
 use std::rc::Rc;
 
@@ -44,6 +50,14 @@ pub struct Loss {
     pub cause: Forgetting,
     pub lost: Option<Held>,
     pub restored: Option<Entry>,
+}
+
+/// The world's change to the store outside requests (see the module docs): `cause` struck
+/// now, and changed the keys of `losses` (each holds now what the model says).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Forgotten {
+    pub cause: Forgetting,
+    pub losses: [Option<Loss>; 2],
 }
 
 /// The store of one run.
@@ -188,6 +202,29 @@ impl ClaimStore {
         self.entries[key.index()] = None;
         self.before_write[key.index()] = None;
         self.changed.notify();
+    }
+
+    /// What `request` of `replica` would answer at store time `now_ms`, and the token its key
+    /// holds live then (`None` for a store that refuses it unsupported, which reads nothing),
+    /// without applying it (see the module docs).
+    pub fn probe(
+        &self,
+        replica: ReplicaId,
+        request: Request,
+        now_ms: u64,
+    ) -> (Answer, Option<u64>) {
+        let mut scratch = ClaimStore {
+            entries: self.entries,
+            before_write: self.before_write,
+            compare_and_delete: self.compare_and_delete,
+            serial: self.serial,
+            changed: Rc::default(),
+        };
+        let (_, answer) = scratch.apply(replica, request, now_ms);
+        let held = self
+            .live(request.key(), now_ms)
+            .map(|entry| entry.held.token);
+        (answer, held.filter(|_| answer != Answer::Unsupported))
     }
 
     /// Applies `request` of `replica` at store time `now_ms`.
@@ -500,5 +537,26 @@ mod tests {
         assert_eq!(holder.and_then(|l| l.lost).map(|h| h.token), Some(7));
         assert!(Key::ALL.iter().all(|&key| store.entry(key).is_none()));
         assert_eq!(store.fail_over(6), [None, None]);
+    }
+
+    #[test]
+    fn a_probe_answers_as_apply_would_and_changes_nothing() {
+        let mut store = ClaimStore::new(true);
+        store.apply(R1, create(7), 0);
+        assert_eq!(store.probe(R2, create(8), 99), (Answer::Exists, Some(7)));
+        assert_eq!(store.probe(R2, create(8), 100), (Answer::Created, None));
+        assert_eq!(
+            token_at(&store, 99),
+            Some((7, 100)),
+            "the probes wrote nothing"
+        );
+        assert_eq!(store.apply(R2, create(8), 99).1, Answer::Exists);
+        let mut no_cad = ClaimStore::new(false);
+        no_cad.apply(R1, create(7), 0);
+        let delete_7 = Request::DeleteIfHolder {
+            key: Key::Claim,
+            token: 7,
+        };
+        assert_eq!(no_cad.probe(R1, delete_7, 1), (Answer::Unsupported, None));
     }
 }

@@ -246,8 +246,10 @@ fn run_one<S: System + Render, H: RealHook<S> + 'static>(
     })
 }
 
-/// The real store entries of the builtin systems that run on the shared world.
+/// The real store entries of the builtin systems, in the registry's order.
 pub fn builtin() -> Vec<RealStore> {
+    use leasesim_holder_lock::HolderLock;
+    use leasesim_real::holder_lock::ClaimStoreHook;
     use leasesim_real::{
         reservations::ReservationStoreHook, retention::LeaseStoreHook, work_items::ItemStoreHook,
     };
@@ -259,5 +261,6 @@ pub fn builtin() -> Vec<RealStore> {
         real_store::<Retention, LeaseStoreHook>(SQL, "steady"),
         real_store::<WorkItems, ItemStoreHook>(SQL, "items-steady"),
         real_store::<Reservations, ReservationStoreHook>(SQL, "expiry-steady"),
+        real_store::<HolderLock, ClaimStoreHook>(&[StoreKind::Redis], "holder-steady"),
     ]
 }

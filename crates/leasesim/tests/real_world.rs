@@ -1,6 +1,7 @@
 //! Real runs on the shared world (feature `real`): a system's scenario, faults and checkers in
 //! real time, its store on SQLite, and on PostgreSQL with the feature `postgres` and
-//! `LEASESIM_PG_URL` set. Real time, so ignored by default: `.ci/run` runs them.
+//! `LEASESIM_PG_URL` set; the holder-lock system's claim store on Redis with the feature
+//! `redis` and `LEASESIM_REDIS_URL` set. Real time, so ignored by default: `.ci/run` runs them.
 #![cfg(feature = "real")]
 
 use std::sync::Arc;
@@ -41,7 +42,11 @@ fn run(
     let entry = registry
         .real_store(system)
         .expect("the system runs on real stores");
-    assert_eq!(entry.kinds, &[StoreKind::Sqlite, StoreKind::Postgres]);
+    let kinds: &[StoreKind] = match system {
+        "holder-lock" => &[StoreKind::Redis],
+        _ => &[StoreKind::Sqlite, StoreKind::Postgres],
+    };
+    assert_eq!(entry.kinds, kinds);
     (entry.preflight)(scenario.as_ref()).expect("the scenario passes in simulation");
     let request = RealRequest {
         scenario,
@@ -239,4 +244,70 @@ fn reservations_correct_worker_passes_on_postgres() {
         url: url.clone(),
         schema: format!("leasesim_real_world_holds_{}_{seed}", std::process::id()),
     });
+}
+
+/// A Redis namespace of this test's own for `seed`.
+#[cfg(feature = "redis")]
+fn redis(test: &str, seed: u64) -> StoreTarget {
+    let url = std::env::var("LEASESIM_REDIS_URL").expect("LEASESIM_REDIS_URL names the server");
+    StoreTarget::Redis {
+        url,
+        prefix: format!("leasesim:real-world:{}:{test}:{seed}:", std::process::id()),
+    }
+}
+
+#[cfg(feature = "redis")]
+#[test]
+#[ignore = "real time on tokio against a Redis server (LEASESIM_REDIS_URL)"]
+fn holder_lock_correct_worker_passes_on_redis_as_its_store_forgets() {
+    // `holder-volatile`: evictions, failovers and restarts the hook makes on Redis too.
+    for seed in 0..2 {
+        let target = redis("correct", seed);
+        let run = run(
+            cut("holder-volatile", 4_000, 4_000),
+            "correct",
+            target,
+            seed,
+        );
+        assert!(!run.failed, "seed {seed}: {}", run.verdict);
+        assert_eq!(run.verdict, "pass: every invariant held");
+        assert!(run.tally.answered > 40, "seed {seed}: {:?}", run.tally);
+        assert_eq!(
+            run.tally.divergence, None,
+            "the store answers as the model does, up to the clock margin"
+        );
+        let forgot = ["claim-evicted", "failover-lost-write", "store-restarted"];
+        assert!(
+            run.reached
+                .iter()
+                .any(|situation| forgot.contains(situation)),
+            "seed {seed}: the store forgot: {:?}",
+            run.reached
+        );
+        assert!(run.end_ms >= 8_000, "real time: {}ms", run.end_ms);
+    }
+}
+
+#[cfg(feature = "redis")]
+#[test]
+#[ignore = "real time on tokio against a Redis server (LEASESIM_REDIS_URL)"]
+fn holder_lock_plain_delete_is_caught_on_redis() {
+    let caught = (0..4).find_map(|seed| {
+        let target = redis("plain-delete", seed);
+        let run = run(
+            cut("holder-long-jobs", 8_000, 5_000),
+            "plain-delete",
+            target,
+            seed,
+        );
+        run.failed.then_some(run)
+    });
+    let run = caught.expect("a plain delete is caught within four real runs");
+    let invariant = run.invariant.as_deref().unwrap_or_default();
+    assert!(
+        ["delete-own-claim", "no-third-worker"].contains(&invariant),
+        "{}",
+        run.verdict
+    );
+    assert_eq!(run.tally.divergence, None);
 }

@@ -137,6 +137,11 @@ impl RealHook<Reservations> for ReservationStoreHook {
             StoreTarget::Postgres { url, schema } => {
                 off_runtime(|| postgres(url, schema, &setup, callers))?
             }
+            StoreTarget::Redis { .. } => {
+                return Err(RealError::BadConfig(
+                    "the reservations system's store runs on sqlite or postgres, not redis".into(),
+                ));
+            }
         };
         Ok(ReservationStoreHook {
             connections: RefCell::new(connections),

@@ -227,5 +227,8 @@ fn connect(
         StoreTarget::Postgres { .. } => Err(RealError::BadConfig(
             "this build has no PostgreSQL client: build with `--features postgres`".into(),
         )),
+        StoreTarget::Redis { .. } => Err(RealError::BadConfig(
+            "the retention system's store runs on sqlite or postgres, not redis".into(),
+        )),
     }
 }

@@ -91,6 +91,11 @@ impl RealHook<WorkItems> for ItemStoreHook {
             StoreTarget::Postgres { url, schema } => {
                 off_runtime(|| postgres(url, schema, &setup, replicas))?
             }
+            StoreTarget::Redis { .. } => {
+                return Err(RealError::BadConfig(
+                    "the work-items system's store runs on sqlite or postgres, not redis".into(),
+                ));
+            }
         };
         Ok(ItemStoreHook {
             connections: RefCell::new(connections),

@@ -231,6 +231,10 @@ pub struct StoreTally {
     pub refused: u64,
     /// Calls whose outcome is unknown (the caller saw a timeout).
     pub unknown: u64,
+    /// Answered calls the model answered alike only at an instant shifted from the call's,
+    /// within a clock margin: a store on its own clock (Redis) ends lifetimes up to a round
+    /// trip away from the model.
+    pub skewed: u64,
     /// The first call the store answered differently from the simulated model: the store's
     /// answer, the model's, and the request.
     pub divergence: Option<String>,

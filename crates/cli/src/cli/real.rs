@@ -1,12 +1,12 @@
-//! `leasesim real`: a system's production worker on tokio against a real store, judged by the
-//! system's checkers.
+//! `leasesim real`: a system's production worker on tokio, in real time, against a real store,
+//! inside the simulated world and judged by the system's checkers.
 //!
 //! Terminology:
 //! - *store kind*: `sqlite` (a file; no server), `postgres` (a server: `--pg-url` or
 //!   `LEASESIM_PG_URL`; the binary needs the feature `postgres`), `redis` (a server:
-//!   `--redis-url` or `LEASESIM_REDIS_URL`; the feature `redis`). Each system has its stores:
-//!   a system on the shared world those of its registry entry (retention, work-items and
-//!   reservations on SQL), a legacy one those of [`STORES`] (the holder-lock claim on Redis).
+//!   `--redis-url` or `LEASESIM_REDIS_URL`; the feature `redis`). Each system lists its stores
+//!   in its real store entry of the registry (retention, work-items and reservations on SQL,
+//!   the holder-lock claim on Redis).
 //! - *runs*: `--runs N` repeats the run with seeds `S..S+N` and counts verdicts, to say how
 //!   often a defective worker's bug shows in real time.
 //!
@@ -17,13 +17,8 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use leasesim::catalog;
 use leasesim::error::{UsageError, parse_duration_ms, parse_seed};
-#[cfg(feature = "redis")]
-use leasesim_invariants::{SituationName, SituationSet};
 use leasesim_real::StoreTarget;
 use leasesim_real::remove_sqlite;
-
-/// The systems that have a legacy real-run module, and the stores each one runs on.
-const STORES: &[(&str, &[StoreKind])] = &[("holder-lock", &[StoreKind::Redis])];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StoreKind {
@@ -44,20 +39,19 @@ pub struct RealArgs {
     /// The worker: `correct` or a defective worker of the system.
     #[arg(long, default_value = "correct")]
     worker: String,
-    /// The scenario of a system that runs on the shared world (retention, work-items,
-    /// reservations): its faults, phases and settings, with --duration, --liveness and
-    /// --replicas written over it (default: the system's steady scenario, e.g. `items-steady`).
+    /// The scenario whose faults, phases and settings the run takes, with --duration,
+    /// --liveness and --replicas written over it (default: the system's steady scenario,
+    /// e.g. `steady`, `items-steady`).
     #[arg(long)]
     scenario: Option<String>,
-    /// Replicas, each a worker with connections of its own [default: 3, or the scenario's].
+    /// Replicas, each a worker with connections of its own [default: the scenario's].
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     replicas: Option<u16>,
-    /// The safety phase (pauses and stops injected), e.g. 20s [default: 20s, or the
-    /// scenario's].
+    /// The safety phase (faults on), e.g. 5s [default: the scenario's].
     #[arg(long, value_parser = parse_duration_ms)]
     duration: Option<u64>,
-    /// The liveness phase after it (faults healed; the backlog must drain) [default: 5s, or
-    /// the scenario's].
+    /// The liveness phase after it (faults healed; the backlog must drain) [default: the
+    /// scenario's].
     #[arg(long, value_parser = parse_duration_ms)]
     liveness: Option<u64>,
     /// Seeds the fault plan (decimal or 0x-hex).
@@ -84,25 +78,6 @@ pub struct RealArgs {
     trace: bool,
 }
 
-/// What a legacy real run (holder-lock, on Redis) takes when a flag is not given.
-#[cfg(feature = "redis")]
-impl RealArgs {
-    /// The replicas of a real run with settings of its own.
-    fn replicas(&self) -> u16 {
-        self.replicas.unwrap_or(3)
-    }
-
-    /// The safety phase of a real run with settings of its own.
-    fn duration(&self) -> u64 {
-        self.duration.unwrap_or(20_000)
-    }
-
-    /// The liveness phase of a real run with settings of its own.
-    fn liveness(&self) -> u64 {
-        self.liveness.unwrap_or(5_000)
-    }
-}
-
 /// Runs `leasesim real`; the exit code.
 pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
     catalog::check_system(&args.system)?;
@@ -113,73 +88,28 @@ pub fn real_command(args: RealArgs) -> Result<i32, UsageError> {
             why: "a real run's safety phase lasts at least 100ms".into(),
         });
     }
-    if let Some(entry) = leasesim::registry::installed().real_store(&args.system) {
-        return world::real_on_world(&args, entry);
-    }
-    if let Some(scenario) = &args.scenario {
-        return Err(UsageError::BadValue {
-            flag: "--scenario",
-            given: scenario.clone(),
-            why: format!(
-                "the {} system's real run has settings of its own, not a scenario's",
-                args.system
-            ),
-        });
-    }
-    check_store(&args)?;
-    other::holder_lock(&args)
-}
-
-/// The store the run uses: the one asked for, if the system has an adapter on it.
-fn check_store(args: &RealArgs) -> Result<StoreKind, UsageError> {
-    let system = args.system.as_str();
-    let Some((_, stores)) = STORES.iter().find(|(name, _)| *name == system) else {
-        let mut known: Vec<&str> = STORES.iter().map(|(name, _)| *name).collect();
-        let registry = leasesim::registry::installed();
-        known.extend(
-            registry
-                .systems()
-                .iter()
-                .map(|system| system.name())
-                .filter(|name| registry.real_store(name).is_some()),
-        );
+    let registry = leasesim::registry::installed();
+    let Some(entry) = registry.real_store(&args.system) else {
+        let known: Vec<&str> = registry
+            .systems()
+            .iter()
+            .map(|system| system.name())
+            .filter(|name| registry.real_store(name).is_some())
+            .collect();
         return Err(UsageError::BadValue {
             flag: "--system",
             given: args.system.clone(),
             why: format!(
-                "no real-run adapter yet; real runs exist for: {}",
+                "no real store is registered for it; real runs exist for: {}",
                 known.join(", ")
             ),
         });
     };
-    let store = args.store.unwrap_or(stores[0]);
-    if stores.contains(&store) {
-        return Ok(store);
-    }
-    let names: Vec<String> = stores.iter().map(|s| store_name(*s)).collect();
-    Err(UsageError::BadValue {
-        flag: "--store",
-        given: store_name(store),
-        why: format!(
-            "the {system} system's real stores are: {}",
-            names.join(", ")
-        ),
-    })
+    world::real_on_world(&args, entry)
 }
 
 fn store_name(store: StoreKind) -> String {
     format!("{store:?}").to_lowercase()
-}
-
-fn check_worker(name: &str, known: &[&str]) -> Result<(), UsageError> {
-    match known.contains(&name) {
-        true => Ok(()),
-        false => Err(UsageError::UnknownName {
-            what: "worker",
-            given: name.to_string(),
-            valid: known.iter().map(ToString::to_string).collect(),
-        }),
-    }
 }
 
 /// Where the store is, and the scratch SQLite file to remove afterwards (if one was made).
@@ -218,10 +148,21 @@ fn target(args: &RealArgs, store: StoreKind) -> Result<(StoreTarget, Option<Path
             let schema = format!("leasesim_real_{}", std::process::id());
             Ok((StoreTarget::Postgres { url, schema }, None))
         }
-        StoreKind::Redis => Err(bad(format!(
-            "Redis holds the holder-lock system's claims; the {} system's store is sqlite or postgres",
-            args.system
-        ))),
+        StoreKind::Redis if !cfg!(feature = "redis") => Err(bad(
+            "this binary has no Redis client: run `cargo run --release --features redis -- real ...`"
+                .into(),
+        )),
+        StoreKind::Redis => {
+            let url = args
+                .redis_url
+                .clone()
+                .or_else(|| std::env::var("LEASESIM_REDIS_URL").ok());
+            let url = url.ok_or_else(|| {
+                bad("no server: give --redis-url or set LEASESIM_REDIS_URL (e.g. `redis://127.0.0.1:6379/`)".into())
+            })?;
+            let prefix = format!("leasesim:real:{}:", std::process::id());
+            Ok((StoreTarget::Redis { url, prefix }, None))
+        }
     }
 }
 
@@ -241,21 +182,4 @@ fn print_summary(args: &RealArgs, caught: &[String]) {
     );
 }
 
-/// `reached N of M: a, b; not reached: c` for any system's situations.
-#[cfg(feature = "redis")]
-fn coverage_line<S: SituationName>(coverage: SituationSet<S>) -> String {
-    let (reached, missed): (Vec<S>, Vec<S>) = S::ALL
-        .iter()
-        .partition(|&&situation| coverage.contains(situation));
-    let names = |list: &[S]| list.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
-    format!(
-        "reached {} of {}: {}; not reached: {}",
-        reached.len(),
-        S::ALL.len(),
-        names(&reached),
-        names(&missed)
-    )
-}
-
-mod other;
 mod world;

@@ -181,11 +181,25 @@ impl ClaimStoreKind for RedisStore {
         callers: usize,
     ) -> Result<Vec<RedisConnection>, StoreError> {
         let prefix = self.namespace();
+        self.open_in(&prefix, setup, callers)
+    }
+}
+
+impl RedisStore {
+    /// `callers` connections to the store in the namespace `prefix` (a real run names its
+    /// own). Whatever the namespace held stays: a caller that wants a fresh store deletes
+    /// [`Key::ALL`] first.
+    pub fn open_in(
+        &self,
+        prefix: &str,
+        setup: &ClaimSetup,
+        callers: usize,
+    ) -> Result<Vec<RedisConnection>, StoreError> {
         (0..callers)
             .map(|_| {
                 Ok(RedisConnection {
                     connection: self.client.get_connection()?,
-                    prefix: prefix.clone(),
+                    prefix: prefix.to_string(),
                     scripts: self.scripts.clone(),
                     compare_and_delete: setup.compare_and_delete,
                 })

@@ -158,6 +158,7 @@ fn print_header(args: &RealArgs, scenario: &dyn AnyScenario, target: &leasesim_r
         leasesim_real::StoreTarget::Postgres { schema, .. } => {
             format!("postgres (schema {schema})")
         }
+        leasesim_real::StoreTarget::Redis { prefix, .. } => format!("redis (namespace {prefix})"),
     };
     let more = match args.runs > 1 {
         true => format!(" (+{} more runs)", args.runs - 1),
@@ -204,6 +205,13 @@ fn print_run(args: &RealArgs, seed: u64, run: &RealOutcome) {
     for violation in &run.observed {
         println!(
             "{prefix}observed: {violation} (expected by the scenario, or an exact instant real time cannot keep)"
+        );
+    }
+    if tally.skewed > 0 {
+        println!(
+            "{prefix}clock:    {} answers matched the model only at an instant shifted within \
+             the clock margin (the store ends lifetimes on its own clock)",
+            tally.skewed
         );
     }
     if let Some(divergence) = &tally.divergence {
