@@ -142,5 +142,6 @@ fn a_system_without_real_runs_is_refused_by_real() {
     let refused = toy_leasesim(dir.path(), &["real", "--system", "toy"]);
     assert_eq!(refused.status.code(), Some(2));
     let err = String::from_utf8(refused.stderr).unwrap();
-    assert!(err.contains("no real-run adapter yet"), "{err}");
+    assert!(err.contains("no real store is registered for it"), "{err}");
+    assert!(err.contains("real runs exist for: retention"), "{err}");
 }
