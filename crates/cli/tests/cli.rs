@@ -1378,6 +1378,11 @@ fn fuzz_json_is_one_document_with_the_documented_keys() {
     assert_eq!(scenario["seeds"], 2);
     assert_eq!(scenario["failing"], 2);
     assert_eq!(scenario["failures"]["fixed-cutoff"], 2);
+    assert_eq!(
+        scenario["residual_risk"],
+        Value::Null,
+        "a failing scenario has no bound"
+    );
     let findings = document["findings"].as_array().expect("findings");
     assert_eq!(findings.len(), 2);
     for (seed, finding) in findings.iter().enumerate() {
@@ -1410,6 +1415,39 @@ fn fuzz_json_is_one_document_with_the_documented_keys() {
     assert_eq!(regressions[0]["still_fails"], true);
     assert_eq!(document["totals"]["regressions"], 2, "{}", second.dump());
     assert_eq!(document["totals"]["regressions_still_failing"], 2);
+}
+
+#[test]
+fn a_campaign_states_the_residual_risk_of_each_scenario_with_no_failing_seed() {
+    let dir = tempdir();
+    let args = [
+        "fuzz",
+        "--scenario",
+        "steady",
+        "--seeds",
+        "30",
+        "--no-failure-db",
+    ];
+    let text = leasesim(dir.path(), &args);
+    assert_eq!(text.code, 0, "{}", text.dump());
+    assert!(
+        text.stdout.contains(
+            "residual risk, at 95 % confidence (p: the chance that a further seed fails)"
+        ),
+        "{}",
+        text.dump()
+    );
+    assert!(
+        text.stdout
+            .contains("  steady                   no failing seed in 30: p < 3/30 = 10.00 %"),
+        "{}",
+        text.dump()
+    );
+    let document = json(&leasesim(dir.path(), &[&args[..], &["--json"]].concat()));
+    assert_eq!(
+        document["scenarios"][0]["residual_risk"],
+        serde_json::json!({"seeds": 30, "confidence": 0.95, "p_upper": 0.1})
+    );
 }
 
 #[test]

@@ -124,6 +124,18 @@ impl ScenarioSummary {
         self.failures.values().sum()
     }
 
+    /// The residual risk of a scenario none of whose seeds failed: an upper bound, at 95 %
+    /// confidence, on the chance that one more seed breaks an invariant. With no failure in
+    /// `N` independent seeds it is the rule of three, `3 / N` (the exact bound, `1 - 0.05^(1/N)`,
+    /// is a little lower, so `3 / N` errs on the safe side). `None` when a seed failed or none
+    /// ran: there the findings say more than any bound.
+    pub fn residual_risk(&self) -> Option<f64> {
+        let bound = (self.failed_seeds() == 0 && self.seeds > 0).then(|| 3.0 / self.seeds as f64);
+        // invariant: the rule of three is never below the exact one-sided 95 % bound.
+        debug_assert!(bound.is_none_or(|p| p >= 1.0 - 0.05f64.powf(1.0 / self.seeds as f64)));
+        bound
+    }
+
     pub fn seeds_per_s(&self) -> f64 {
         if self.wall_s > 0.0 {
             self.seeds as f64 / self.wall_s
@@ -470,6 +482,24 @@ pub fn run_campaign(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scenario_with_no_failing_seed_bounds_its_risk_by_the_rule_of_three() {
+        let mut summary = ScenarioSummary {
+            seeds: 1_000,
+            ..ScenarioSummary::default()
+        };
+        summary.expected.insert("stale-apply".into(), 900);
+        // Expected violations are not failures: the bound holds for the halting checkers.
+        assert_eq!(summary.residual_risk(), Some(0.003));
+        summary.failures.insert("release-latest".into(), 1);
+        assert_eq!(summary.residual_risk(), None, "a failing seed says more");
+        assert_eq!(
+            ScenarioSummary::default().residual_risk(),
+            None,
+            "no seed, no bound"
+        );
+    }
 
     #[test]
     fn shards_cover_a_plan_exactly_once() {

@@ -700,6 +700,10 @@ fn report_findings(
         }
     }
     println!("{}", report::table(summaries, scenarios));
+    let risk = report::risk_lines(summaries);
+    if !risk.is_empty() {
+        println!("{risk}");
+    }
     println!("{}", report::coverage_lines(summaries, scenarios));
     println!("{}", report::events_line(summaries));
 }

@@ -287,7 +287,37 @@ fn scenario_json(s: &ScenarioSummary, scenario: &dyn AnyScenario) -> serde_json:
         "checkers": scenario.checker_set(),
         "pct_steps_estimate": s.pct_steps,
         "pct_change_points": {"applied": s.pct_applied, "drawn": s.pct_drawn},
+        "residual_risk": s.residual_risk().map(|p| serde_json::json!({
+            "seeds": s.seeds,
+            "confidence": 0.95,
+            "p_upper": p,
+        })),
     })
+}
+
+/// Per scenario with no failing seed, the bound its seeds support (see
+/// [`ScenarioSummary::residual_risk`]); empty when every scenario had a failure.
+pub fn risk_lines(summaries: &[ScenarioSummary]) -> String {
+    let lines: Vec<String> = summaries
+        .iter()
+        .filter_map(|s| {
+            let p = s.residual_risk()?;
+            Some(format!(
+                "  {:<24} no failing seed in {}: p < 3/{} = {:.2} %",
+                s.scenario,
+                s.seeds,
+                s.seeds,
+                100.0 * p
+            ))
+        })
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nresidual risk, at 95 % confidence (p: the chance that a further seed fails)\n{}",
+        lines.join("\n")
+    )
 }
 
 /// `{"op": {"calls": n, "stop": n, ...}}`: runs per in-flight cell, every operation.
