@@ -151,7 +151,7 @@ fn bad_input_is_refused_with_exit_2_before_any_run() {
         ),
         (
             &["--db", "/nonexistent-dir/run.db"],
-            "cannot set up the store",
+            "for --db: cannot set up the store",
         ),
     ];
     assert_refused(&cases);

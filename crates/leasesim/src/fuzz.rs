@@ -128,9 +128,9 @@ impl ScenarioSummary {
     /// confidence, on the chance that one more seed breaks an invariant. With no failure in
     /// `N` independent seeds it is the rule of three, `3 / N` (the exact bound, `1 - 0.05^(1/N)`,
     /// is a little lower, so `3 / N` errs on the safe side). `None` when a seed failed or none
-    /// ran: there the findings say more than any bound.
+    /// ran, and under 3 seeds, where the bound would say nothing (`3 / N >= 1`).
     pub fn residual_risk(&self) -> Option<f64> {
-        let bound = (self.failed_seeds() == 0 && self.seeds > 0).then(|| 3.0 / self.seeds as f64);
+        let bound = (self.failed_seeds() == 0 && self.seeds > 3).then(|| 3.0 / self.seeds as f64);
         // invariant: the rule of three is never below the exact one-sided 95 % bound.
         debug_assert!(bound.is_none_or(|p| p >= 1.0 - 0.05f64.powf(1.0 / self.seeds as f64)));
         bound
@@ -499,6 +499,11 @@ mod tests {
             None,
             "no seed, no bound"
         );
+        let three = ScenarioSummary {
+            seeds: 3,
+            ..ScenarioSummary::default()
+        };
+        assert_eq!(three.residual_risk(), None, "3/3 bounds nothing");
     }
 
     #[test]

@@ -85,6 +85,20 @@ pub struct RealOutcome {
     pub tally: StoreTally,
     /// The trace lines, when the request kept its events.
     pub trace: Vec<String>,
+    /// The outcome's label (`pass`, an invariant's name, `liveness`, `panic`, `budget`, ...).
+    pub label: String,
+}
+
+impl RealOutcome {
+    /// What failed the run, in one word: the invariant it broke, `store` when the store
+    /// answered differently from the model, else the outcome's label (`panic`, `budget`).
+    pub fn cause(&self) -> String {
+        match (&self.invariant, &self.tally.divergence) {
+            (Some(invariant), _) => invariant.clone(),
+            (None, Some(_)) => "store".to_string(),
+            (None, None) => self.label.clone(),
+        }
+    }
 }
 
 /// Runs one seed of a real run (monomorphised per system).
@@ -214,11 +228,7 @@ fn run_one<S: System + Render, H: RealHook<S> + 'static>(
         *opened.borrow_mut() = Some(hook.clone());
         Ok::<Rc<dyn StoreHook<S>>, RealError>(hook)
     })
-    .map_err(|error| UsageError::BadValue {
-        flag: "--store",
-        given: request.target.kind().to_string(),
-        why: error.to_string(),
-    })?;
+    .map_err(|error| open_error(&error, &request.target))?;
     let tally = opened
         .borrow()
         .as_ref()
@@ -243,7 +253,25 @@ fn run_one<S: System + Render, H: RealHook<S> + 'static>(
         end_ms: report.stats.end_ms,
         tally,
         trace: report.events.iter().map(crate::trace::line::<S>).collect(),
+        label: report.outcome.label(),
     })
+}
+
+/// A store that could not be set up, as bad input: the flag that named where it is (`--db`,
+/// `--pg-url`, `--redis-url`), or `--store` for a store kind this build or system cannot open.
+fn open_error(error: &RealError, target: &StoreTarget) -> UsageError {
+    // A server's URL may hold a password: the message names the store kind, not the URL.
+    let (flag, given) = match (error, target) {
+        (RealError::Store(_), StoreTarget::Sqlite { path }) => ("--db", path.display().to_string()),
+        (RealError::Store(_), StoreTarget::Postgres { .. }) => ("--pg-url", "postgres".into()),
+        (RealError::Store(_), StoreTarget::Redis { .. }) => ("--redis-url", "redis".into()),
+        (RealError::BadConfig(_), _) => ("--store", target.kind().to_string()),
+    };
+    UsageError::BadValue {
+        flag,
+        given,
+        why: error.to_string(),
+    }
 }
 
 /// The real store entries of the builtin systems, in the registry's order.

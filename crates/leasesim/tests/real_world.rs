@@ -311,3 +311,26 @@ fn holder_lock_plain_delete_is_caught_on_redis() {
     );
     assert_eq!(run.tally.divergence, None);
 }
+
+#[test]
+#[ignore = "real time on tokio against a real store"]
+fn retention_short_deletes_ask_the_store_for_what_the_short_answer_leaves() {
+    // `swarm` switches the short-delete fault on in some runs: a short answer is drawn as in
+    // a simulated run, and the real delete must remove exactly the rows the model removes.
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let mut short = 0;
+    for seed in 0..4 {
+        let target = StoreTarget::Sqlite {
+            path: dir.path().join(format!("swarm-{seed}.db")),
+        };
+        let run = run(cut("swarm", 5_000, 8_000), "correct", target, seed);
+        assert!(!run.failed, "seed {seed}: {}", run.verdict);
+        assert_eq!(run.tally.divergence, None, "seed {seed}");
+        short += run
+            .trace
+            .iter()
+            .filter(|l| l.contains("short answer (fault)"))
+            .count();
+    }
+    assert!(short > 0, "no run drew a short answer");
+}

@@ -107,7 +107,7 @@ fn a_hook_that_applies_the_model_runs_exactly_the_simulated_run() {
 }
 
 #[test]
-fn a_hook_that_refuses_every_call_applies_nothing_and_every_caller_sees_a_refusal() {
+fn a_hook_that_refuses_every_call_applies_nothing_and_records_each_refusal() {
     let scenario = steady();
     let hook = Rc::new(RefusingHook::default());
     let (_, events) = run_with(&scenario, 0, hook.clone());
@@ -193,4 +193,53 @@ fn a_reservations_hook_is_told_each_agents_change_as_the_model_made_it_and_the_r
         assert!(consumed > 0, "seed {seed}: the agents consumed holds");
         assert_eq!(*hook.changes.borrow(), noted, "seed {seed}");
     }
+}
+
+/// Panics at the first request it applies.
+#[cfg(feature = "real")]
+struct PanickingHook;
+
+#[cfg(feature = "real")]
+impl StoreHook<WorkItems> for PanickingHook {
+    fn apply(
+        &self,
+        _world: &World<WorkItems>,
+        _replica: ReplicaId,
+        _request: <WorkItems as leasesim_events::Vocabulary>::Request,
+    ) -> Result<
+        (
+            <WorkItems as leasesim_events::Vocabulary>::Applied,
+            <WorkItems as leasesim_events::Vocabulary>::Answer,
+        ),
+        StoreFailure,
+    > {
+        panic!("the store hook broke");
+    }
+}
+
+/// A real run (feature `real`) whose store hook panics ends with a panic verdict naming it,
+/// as a simulated run does, rather than the task dying unseen.
+#[cfg(feature = "real")]
+#[test]
+fn a_panic_in_a_real_run_is_its_verdict() {
+    use leasesim::runner::{RunSpec, run_real};
+    use leasesim_rt::{Feed, Strategy};
+    let factory = WorkItems::factory("correct").expect("the correct worker");
+    let spec = RunSpec::new(
+        steady(),
+        "correct",
+        factory,
+        Feed::Seed(0),
+        Strategy::Random,
+    );
+    let report = run_real(&spec, 0, |_| {
+        Ok::<Rc<dyn StoreHook<WorkItems>>, ()>(Rc::new(PanickingHook))
+    })
+    .expect("the hook opens");
+    assert_eq!(report.outcome.label(), "panic", "{:?}", report.outcome);
+    assert!(
+        report.outcome.sentence().contains("the store hook broke"),
+        "{}",
+        report.outcome.sentence()
+    );
 }

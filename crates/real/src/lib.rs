@@ -58,11 +58,6 @@ impl StoreTarget {
 /// Why a real run could not run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RealError {
-    /// No worker of this name (the valid names follow).
-    UnknownWorker {
-        given: String,
-        known: Vec<&'static str>,
-    },
     /// The configuration cannot run (why).
     BadConfig(String),
     /// The store could not be set up.
@@ -72,9 +67,6 @@ pub enum RealError {
 impl std::fmt::Display for RealError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RealError::UnknownWorker { given, known } => {
-                write!(f, "no worker `{given}`; known: {}", known.join(", "))
-            }
             RealError::BadConfig(why) => write!(f, "{why}"),
             RealError::Store(error) => write!(f, "cannot set up the store: {error}"),
         }

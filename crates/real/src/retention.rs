@@ -59,13 +59,13 @@ impl StoreHook<Retention> for LeaseStoreHook {
     ) -> Result<(Applied, Answer), StoreFailure> {
         let now_ms = world.service_now_ms();
         let owner = world.replica(replica).owner_id().to_string();
-        let held = short_answer(world, request, now_ms);
+        let (eligible, held) = short_answer(world, request, now_ms);
         let connection = &mut self.connections.borrow_mut()[replica.index()];
         let real = off_runtime(|| {
             leasesim_stores::retention::apply(
                 &mut **connection,
                 &owner,
-                shortened(request, held),
+                shortened(request, eligible, held),
                 now_ms,
             )
             .map(|(applied, _)| with_held_back(applied, held))
@@ -93,40 +93,46 @@ impl StoreHook<Retention> for LeaseStoreHook {
     }
 }
 
-/// The rows a delete's short answer holds back, drawn as a simulated run draws them (for an
-/// admitted delete with eligible rows; 0 otherwise).
-fn short_answer(world: &World<Retention>, request: Request, now_ms: u64) -> u32 {
+/// An admitted delete's eligible rows and the rows its short answer holds back, drawn as a
+/// simulated run draws them (`(0, 0)` for any other request).
+fn short_answer(world: &World<Retention>, request: Request, now_ms: u64) -> (u32, u32) {
     let Request::Delete {
         older_than_ms,
         limit,
         token,
     } = request
     else {
-        return 0;
+        return (0, 0);
     };
     let eligible = {
         let services = world.services();
         let current = services.authority.current_token(now_ms);
         if !services.store.admits(token, current) {
-            return 0;
+            return (0, 0);
         }
         services.store.eligible(older_than_ms, limit, now_ms)
     };
-    held_back(world, eligible)
+    (eligible, held_back(world, eligible))
 }
 
-/// `request` asking for no more rows than a short answer leaves deleted.
-fn shortened(request: Request, held: u32) -> Request {
+/// `request` asking for exactly the rows a short answer leaves deleted: the `eligible` rows
+/// (at most the limit) but the `held` ones.
+fn shortened(request: Request, eligible: u32, held: u32) -> Request {
     match request {
         Request::Delete {
             older_than_ms,
             limit,
             token,
-        } if held > 0 => Request::Delete {
-            older_than_ms,
-            limit: limit.saturating_sub(held),
-            token,
-        },
+        } if held > 0 => {
+            // invariant: a short answer holds back some of the eligible rows, which are no
+            // more than the limit.
+            assert!(held <= eligible && eligible <= limit);
+            Request::Delete {
+                older_than_ms,
+                limit: eligible - held,
+                token,
+            }
+        }
         other => other,
     }
 }

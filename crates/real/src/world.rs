@@ -15,7 +15,11 @@
 //!   tasks ask for them, and that order follows real time: two runs of one seed draw the same
 //!   values, but the calls they land on can differ once two tasks race for the next draw.
 //! - *wall-clock budget*: a real run that has not ended [`time_budget_ms`] after its start is
-//!   cut off (outcome `TimeLimit`): a stuck run is a verdict, never a hang.
+//!   cut off (outcome `TimeLimit`): a stuck run is a verdict. (A store call that never
+//!   returns blocks the thread the budget runs on: the store clients' own timeouts bound it.)
+//! - *panic*: a task of the run that panics (a worker, a flight, a store hook's assertion)
+//!   ends the run with outcome `Panic`, as in a simulated run; tokio would otherwise swallow
+//!   it with the task.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -41,9 +45,11 @@ pub struct RealEnv<S: System> {
     trace_hash: Cell<u64>,
     kept: Option<RefCell<Vec<Stamped<Event<S>>>>>,
     observer: RefCell<Option<Observer<Event<S>>>>,
-    /// Notified when the observer asks to halt (a violation).
-    halt: Signal,
+    /// Notified when the observer asks to halt (a violation) or a task panics.
+    halt: Rc<Signal>,
     halted: Cell<bool>,
+    /// The first task that panicked: its name and message.
+    panicked: Rc<RefCell<Option<(String, String)>>>,
 }
 
 impl<S: System> RealEnv<S> {
@@ -57,8 +63,9 @@ impl<S: System> RealEnv<S> {
             trace_hash: Cell::new(0),
             kept: keep_events.then(|| RefCell::new(Vec::new())),
             observer: RefCell::new(None),
-            halt: Signal::default(),
+            halt: Rc::new(Signal::default()),
             halted: Cell::new(false),
+            panicked: Rc::new(RefCell::new(None)),
         }
     }
 
@@ -87,9 +94,16 @@ impl<S: System> Env<S> for RealEnv<S> {
         EnvSleep::Boxed(Box::pin(tokio::task::yield_now()))
     }
 
-    fn spawn(&self, _name: &str, task: LocalTask) {
-        // Detached, as in a simulated run: the world never joins its tasks.
-        drop(tokio::task::spawn_local(task));
+    fn spawn(&self, name: &str, task: LocalTask) {
+        // Detached, as in a simulated run: the world never joins its tasks. A panic is kept
+        // and ends the run.
+        let guarded = guard(
+            name.to_string(),
+            task,
+            self.panicked.clone(),
+            self.halt.clone(),
+        );
+        drop(tokio::task::spawn_local(guarded));
     }
 
     fn range(&self, lo: u64, hi: u64) -> u64 {
@@ -131,6 +145,25 @@ impl<S: System> Env<S> for RealEnv<S> {
         if let Some(kept) = &self.kept {
             kept.borrow_mut().push(stamped);
         }
+    }
+}
+
+/// `task`, with a panic of it kept in `panicked` (the first one) and announced on `halt`.
+async fn guard(
+    name: String,
+    task: LocalTask,
+    panicked: Rc<RefCell<Option<(String, String)>>>,
+    halt: Rc<Signal>,
+) {
+    use futures::FutureExt;
+    if let Err(payload) = std::panic::AssertUnwindSafe(task).catch_unwind().await {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(ToString::to_string)
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic with no message".to_string());
+        panicked.borrow_mut().get_or_insert((name, message));
+        halt.notify();
     }
 }
 
@@ -200,14 +233,31 @@ async fn run_phases_within<S: System>(
     env: &RealEnv<S>,
 ) -> RunOutcome<()> {
     let budget = Duration::from_millis(time_budget_ms(world.scenario()));
-    let phases = std::pin::pin!(run_phases(world.clone(), factory.clone()));
+    let phases = guard(
+        "phases".to_string(),
+        Box::pin(run_phases(world.clone(), factory.clone())),
+        env.panicked.clone(),
+        env.halt.clone(),
+    );
     let halted = std::pin::pin!(env.halt.changed());
-    match tokio::time::timeout(budget, futures::future::select(phases, halted)).await {
+    let ended = tokio::time::timeout(budget, futures::future::select(Box::pin(phases), halted));
+    let outcome = match ended.await {
         Ok(futures::future::Either::Left(((), _))) => RunOutcome::Completed(()),
         Ok(futures::future::Either::Right(((), _))) => RunOutcome::Halted,
         Err(_) => RunOutcome::TimeLimit {
             now_ms: env.now_ms(),
         },
+    };
+    match env.panicked.borrow_mut().take() {
+        Some((name, message)) => RunOutcome::Panic {
+            task: leasesim_rt::TaskInfo {
+                id: leasesim_rt::TaskId(0),
+                name,
+            },
+            message,
+            location: None,
+        },
+        None => outcome,
     }
 }
 

@@ -10,7 +10,8 @@
 //! - *runs*: `--runs N` repeats the run with seeds `S..S+N` and counts verdicts, to say how
 //!   often a defective worker's bug shows in real time.
 //!
-//! Exit codes: 0 every run passed, 1 a run broke an invariant, 2 bad input.
+//! Exit codes: 0 every run passed, 1 a run failed (an invariant broke, the store diverged from
+//! the model, a task panicked, the run was cut off), 2 bad input.
 
 use std::path::PathBuf;
 

@@ -34,24 +34,32 @@ pub fn real_on_world(args: &RealArgs, entry: &RealStore) -> Result<i32, UsageErr
             valid: workers,
         });
     }
-    (entry.preflight)(scenario.as_ref())?;
+    let end = args
+        .seed
+        .checked_add(args.runs)
+        .ok_or_else(|| UsageError::BadValue {
+            flag: "--seed",
+            given: args.seed.to_string(),
+            why: format!("{} runs from it would pass the last seed", args.runs),
+        })?;
     let (target, scratch) = target(args, store)?;
+    (entry.preflight)(scenario.as_ref())?;
     print_header(args, scenario.as_ref(), &target);
     let mut caught = Vec::new();
     let mut outcome = Ok(());
-    for seed in args.seed..args.seed + args.runs {
+    for seed in args.seed..end {
         let request = RealRequest {
             scenario: scenario.clone(),
             worker: args.worker.clone(),
             target: target.clone(),
             seed,
-            keep_events: args.trace && seed + 1 == args.seed + args.runs,
+            keep_events: args.trace && seed + 1 == end,
         };
         match (entry.run)(&request) {
             Ok(run) => {
                 print_run(args, seed, &run);
                 if run.failed {
-                    caught.push(run.invariant.clone().unwrap_or_else(|| "store".into()));
+                    caught.push(run.cause());
                 }
             }
             Err(error) => {
