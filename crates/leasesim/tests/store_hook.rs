@@ -17,6 +17,7 @@ use leasesim_sim::{
     Apply, EventSink, FaultProfile, SimEnv, StoreFailure, StoreHook, Workers, World, run_phases,
     simulate,
 };
+use leasesim_work_items::events::{Answer, Applied, Request};
 
 /// Applies every request at the simulated services, as a run without a hook does.
 struct ModelHook;
@@ -26,14 +27,8 @@ impl StoreHook<WorkItems> for ModelHook {
         &self,
         world: &World<WorkItems>,
         replica: ReplicaId,
-        request: <WorkItems as leasesim_events::Vocabulary>::Request,
-    ) -> Result<
-        (
-            <WorkItems as leasesim_events::Vocabulary>::Applied,
-            <WorkItems as leasesim_events::Vocabulary>::Answer,
-        ),
-        StoreFailure,
-    > {
+        request: Request,
+    ) -> Result<(Applied, Answer), StoreFailure> {
         Ok(WorkItems::apply(world, replica, request))
     }
 }
@@ -49,14 +44,8 @@ impl StoreHook<WorkItems> for RefusingHook {
         &self,
         _world: &World<WorkItems>,
         _replica: ReplicaId,
-        _request: <WorkItems as leasesim_events::Vocabulary>::Request,
-    ) -> Result<
-        (
-            <WorkItems as leasesim_events::Vocabulary>::Applied,
-            <WorkItems as leasesim_events::Vocabulary>::Answer,
-        ),
-        StoreFailure,
-    > {
+        _request: Request,
+    ) -> Result<(Applied, Answer), StoreFailure> {
         self.calls.set(self.calls.get() + 1);
         Err(StoreFailure::Refused)
     }
@@ -205,14 +194,8 @@ impl StoreHook<WorkItems> for PanickingHook {
         &self,
         _world: &World<WorkItems>,
         _replica: ReplicaId,
-        _request: <WorkItems as leasesim_events::Vocabulary>::Request,
-    ) -> Result<
-        (
-            <WorkItems as leasesim_events::Vocabulary>::Applied,
-            <WorkItems as leasesim_events::Vocabulary>::Answer,
-        ),
-        StoreFailure,
-    > {
+        _request: Request,
+    ) -> Result<(Applied, Answer), StoreFailure> {
         panic!("the store hook broke");
     }
 }

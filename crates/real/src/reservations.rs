@@ -28,33 +28,17 @@ use leasesim_sim::{Apply, FaultProfile, Scenario, StoreFailure, StoreHook, World
 use leasesim_stores::StoreError;
 use leasesim_stores::reservations::{ReservationConnection, ReservationSetup};
 
-use crate::world::{RealHook, StoreTally, off_runtime};
+use crate::world::{Connections, Guard, RealHook, StoreTally, off_runtime, sql_only};
 use crate::{RealError, StoreTarget};
 
-/// A caller's connection to the reservation store.
+/// A caller's connection to the store.
 type Connection = Box<dyn ReservationConnection + Send>;
-
-/// Whatever must live as long as the run's connections (a PostgreSQL store drops its schema
-/// when dropped).
-type Guard = Option<Box<dyn std::any::Any + Send>>;
 
 /// The reservations store hook (see the module docs).
 pub struct ReservationStoreHook {
     /// One per replica, then the agents'.
-    connections: RefCell<Vec<Connection>>,
+    connections: Connections<dyn ReservationConnection + Send>,
     tally: RefCell<StoreTally>,
-    /// Keeps a PostgreSQL schema until the hook is dropped.
-    guard: Guard,
-}
-
-impl Drop for ReservationStoreHook {
-    /// Closes the connections and drops the PostgreSQL schema off the run's runtime (the
-    /// `postgres` client blocks on a runtime of its own as it closes).
-    fn drop(&mut self) {
-        let connections = std::mem::take(self.connections.get_mut());
-        let guard = self.guard.take();
-        off_runtime(move || drop((connections, guard)));
-    }
 }
 
 impl StoreHook<Reservations> for ReservationStoreHook {
@@ -68,8 +52,9 @@ impl StoreHook<Reservations> for ReservationStoreHook {
             return Ok((Applied::StoreTimeout, Answer::Failed(Failure::StoreTimeout)));
         }
         let now_ms = world.service_now_ms();
-        let connection = &mut self.connections.borrow_mut()[replica.index()];
-        let real = off_runtime(|| connection.apply(request, now_ms));
+        let real = self.connections.call(replica.index(), |connection| {
+            connection.apply(request, now_ms)
+        });
         let model = || apply_at(&mut world.services().store, request, now_ms);
         let applied = self.tally.borrow_mut().shadow(&request, real, model)?;
         Ok((applied, answer_of(&applied)))
@@ -81,19 +66,19 @@ impl StoreHook<Reservations> for ReservationStoreHook {
         let change = change
             .downcast_ref::<StoreChange>()
             .expect("the reservations world changes its store by StoreChange alone");
-        let mut connections = self.connections.borrow_mut();
-        let agents = connections.last_mut().expect("the agents' connection");
         match *change {
             StoreChange::Placed {
                 id,
                 hold_until_ms,
                 malformed,
             } => {
-                let real = off_runtime(|| agents.place(hold_until_ms, malformed));
+                let real = self
+                    .connections
+                    .call_last(|agents| agents.place(hold_until_ms, malformed));
                 self.mirrored(change, real, id);
             }
             StoreChange::Consumed { id, outcome } => {
-                let real = off_runtime(|| agents.consume(id));
+                let real = self.connections.call_last(|agents| agents.consume(id));
                 self.mirrored(change, real, outcome);
             }
         }
@@ -137,16 +122,11 @@ impl RealHook<Reservations> for ReservationStoreHook {
             StoreTarget::Postgres { url, schema } => {
                 off_runtime(|| postgres(url, schema, &setup, callers))?
             }
-            StoreTarget::Redis { .. } => {
-                return Err(RealError::BadConfig(
-                    "the reservations system's store runs on sqlite or postgres, not redis".into(),
-                ));
-            }
+            StoreTarget::Redis { .. } => return Err(sql_only("reservations")),
         };
         Ok(ReservationStoreHook {
-            connections: RefCell::new(connections),
+            connections: Connections::new(connections, guard),
             tally: RefCell::new(StoreTally::default()),
-            guard,
         })
     }
 
@@ -221,7 +201,5 @@ fn postgres(
     _setup: &ReservationSetup,
     _callers: usize,
 ) -> Result<(Vec<Connection>, Guard), RealError> {
-    Err(RealError::BadConfig(
-        "this build has no PostgreSQL client: build with `--features postgres`".into(),
-    ))
+    Err(crate::world::no_postgres_client())
 }

@@ -23,31 +23,16 @@ use leasesim_retention::services::{Revoked, Services, held_back};
 use leasesim_sim::{Apply, FaultProfile, Scenario, StoreFailure, StoreHook, World};
 use leasesim_stores::retention::{RetentionConnection, Setup, StoreConfig, answer_of};
 
-use crate::world::{RealHook, StoreTally, off_runtime};
+use crate::world::{Connections, Guard, RealHook, StoreTally, off_runtime, sql_only};
 use crate::{RealError, StoreTarget};
 
-/// A replica's connection to the store.
+/// A caller's connection to the store.
 type Connection = Box<dyn RetentionConnection + Send>;
-
-/// Whatever must live as long as the run's connections (a PostgreSQL store drops its schema
-/// when dropped).
-type Guard = Option<Box<dyn std::any::Any + Send>>;
 
 /// The retention store hook (see the module docs).
 pub struct LeaseStoreHook {
-    connections: RefCell<Vec<Connection>>,
+    connections: Connections<dyn RetentionConnection + Send>,
     tally: RefCell<StoreTally>,
-    guard: Guard,
-}
-
-impl Drop for LeaseStoreHook {
-    /// Closes the connections and drops the PostgreSQL schema off the run's runtime (the
-    /// `postgres` client blocks on a runtime of its own as it closes).
-    fn drop(&mut self) {
-        let connections = std::mem::take(self.connections.get_mut());
-        let guard = self.guard.take();
-        off_runtime(move || drop((connections, guard)));
-    }
 }
 
 impl StoreHook<Retention> for LeaseStoreHook {
@@ -60,10 +45,9 @@ impl StoreHook<Retention> for LeaseStoreHook {
         let now_ms = world.service_now_ms();
         let owner = world.replica(replica).owner_id().to_string();
         let (eligible, held) = short_answer(world, request, now_ms);
-        let connection = &mut self.connections.borrow_mut()[replica.index()];
-        let real = off_runtime(|| {
+        let real = self.connections.call(replica.index(), |connection| {
             leasesim_stores::retention::apply(
-                &mut **connection,
+                connection,
                 &owner,
                 shortened(request, eligible, held),
                 now_ms,
@@ -82,8 +66,9 @@ impl StoreHook<Retention> for LeaseStoreHook {
         let Some(revoked) = change.downcast_ref::<Revoked>() else {
             return;
         };
-        let connection = &mut self.connections.borrow_mut()[0];
-        let real = off_runtime(|| connection.revoke(revoked.now_ms));
+        let real = self
+            .connections
+            .call(0, |connection| connection.revoke(revoked.now_ms));
         let _ = world;
         let mut tally = self.tally.borrow_mut();
         // A revocation the store did not make leaves the model's lease table ahead of it.
@@ -181,9 +166,8 @@ impl RealHook<Retention> for LeaseStoreHook {
         let replicas = usize::from(scenario.replicas);
         let (connections, guard) = off_runtime(|| connect(target, &setup, replicas))?;
         Ok(LeaseStoreHook {
-            connections: RefCell::new(connections),
+            connections: Connections::new(connections, guard),
             tally: RefCell::new(StoreTally::default()),
-            guard,
         })
     }
 
@@ -230,11 +214,7 @@ fn connect(
             Ok((connections, Some(Box::new(store))))
         }
         #[cfg(not(feature = "postgres"))]
-        StoreTarget::Postgres { .. } => Err(RealError::BadConfig(
-            "this build has no PostgreSQL client: build with `--features postgres`".into(),
-        )),
-        StoreTarget::Redis { .. } => Err(RealError::BadConfig(
-            "the retention system's store runs on sqlite or postgres, not redis".into(),
-        )),
+        StoreTarget::Postgres { .. } => Err(crate::world::no_postgres_client()),
+        StoreTarget::Redis { .. } => Err(sql_only("retention")),
     }
 }

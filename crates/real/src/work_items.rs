@@ -20,32 +20,16 @@ use leasesim_work_items::WorkItems;
 use leasesim_work_items::events::{Answer, Applied, Request};
 use leasesim_work_items::services::{answer_of, apply_at};
 
-use crate::world::{RealHook, StoreTally, off_runtime};
+use crate::world::{Connections, Guard, RealHook, StoreTally, off_runtime, sql_only};
 use crate::{RealError, StoreTarget};
 
-/// A replica's connection to the item store.
+/// A caller's connection to the store.
 type Connection = Box<dyn WorkItemConnection + Send>;
-
-/// Whatever must live as long as the run's connections (a PostgreSQL store drops its schema
-/// when dropped).
-type Guard = Option<Box<dyn std::any::Any + Send>>;
 
 /// The work-items store hook (see the module docs).
 pub struct ItemStoreHook {
-    connections: RefCell<Vec<Connection>>,
+    connections: Connections<dyn WorkItemConnection + Send>,
     tally: RefCell<StoreTally>,
-    /// Keeps a PostgreSQL schema until the hook is dropped.
-    guard: Guard,
-}
-
-impl Drop for ItemStoreHook {
-    /// Closes the connections and drops the PostgreSQL schema off the run's runtime (the
-    /// `postgres` client blocks on a runtime of its own as it closes).
-    fn drop(&mut self) {
-        let connections = std::mem::take(self.connections.get_mut());
-        let guard = self.guard.take();
-        off_runtime(move || drop((connections, guard)));
-    }
 }
 
 impl StoreHook<WorkItems> for ItemStoreHook {
@@ -62,8 +46,9 @@ impl StoreHook<WorkItems> for ItemStoreHook {
             return Ok(WorkItems::apply(world, replica, request));
         }
         let now_ms = world.service_now_ms();
-        let connection = &mut self.connections.borrow_mut()[replica.index()];
-        let real = off_runtime(|| connection.apply(replica, request, now_ms));
+        let real = self.connections.call(replica.index(), |connection| {
+            connection.apply(replica, request, now_ms)
+        });
         let model = || {
             apply_at(&mut world.services().store, replica, request, now_ms)
                 .expect("a store request applies to the model's store")
@@ -91,16 +76,11 @@ impl RealHook<WorkItems> for ItemStoreHook {
             StoreTarget::Postgres { url, schema } => {
                 off_runtime(|| postgres(url, schema, &setup, replicas))?
             }
-            StoreTarget::Redis { .. } => {
-                return Err(RealError::BadConfig(
-                    "the work-items system's store runs on sqlite or postgres, not redis".into(),
-                ));
-            }
+            StoreTarget::Redis { .. } => return Err(sql_only("work-items")),
         };
         Ok(ItemStoreHook {
-            connections: RefCell::new(connections),
+            connections: Connections::new(connections, guard),
             tally: RefCell::new(StoreTally::default()),
-            guard,
         })
     }
 
@@ -157,7 +137,5 @@ fn postgres(
     _setup: &ItemSetup,
     _replicas: usize,
 ) -> Result<(Vec<Connection>, Guard), RealError> {
-    Err(RealError::BadConfig(
-        "this build has no PostgreSQL client: build with `--features postgres`".into(),
-    ))
+    Err(crate::world::no_postgres_client())
 }

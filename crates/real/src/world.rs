@@ -272,6 +272,66 @@ pub fn off_runtime<T: Send>(call: impl FnOnce() -> T + Send) -> T {
     })
 }
 
+/// Whatever must live as long as a run's connections (a PostgreSQL store drops its schema
+/// when dropped).
+pub type Guard = Option<Box<dyn std::any::Any + Send>>;
+
+/// A store hook's connections to its store (one per caller) and their guard. Each call runs
+/// off the run's tokio thread ([`off_runtime`]), and dropping them closes them off it too (the
+/// `postgres` client blocks on a runtime of its own as it closes).
+pub struct Connections<C: ?Sized + Send> {
+    open: RefCell<Vec<Box<C>>>,
+    guard: Guard,
+}
+
+impl<C: ?Sized + Send> Connections<C> {
+    pub fn new(open: Vec<Box<C>>, guard: Guard) -> Connections<C> {
+        Connections {
+            open: RefCell::new(open),
+            guard,
+        }
+    }
+
+    /// Runs `call` on connection `index`, off the run's runtime.
+    pub fn call<T: Send>(&self, index: usize, call: impl FnOnce(&mut C) -> T + Send) -> T {
+        let connection = &mut self.open.borrow_mut()[index];
+        off_runtime(|| call(connection))
+    }
+
+    /// Runs `call` on the last connection (the world's own, where a hook keeps one).
+    pub fn call_last<T: Send>(&self, call: impl FnOnce(&mut C) -> T + Send) -> T {
+        let last = self
+            .open
+            .borrow()
+            .len()
+            .checked_sub(1)
+            .expect("a connection");
+        self.call(last, call)
+    }
+}
+
+impl<C: ?Sized + Send> Drop for Connections<C> {
+    fn drop(&mut self) {
+        let open = std::mem::take(self.open.get_mut());
+        let guard = self.guard.take();
+        off_runtime(move || drop((open, guard)));
+    }
+}
+
+/// The refusal of a PostgreSQL store by a build without the client.
+pub fn no_postgres_client() -> crate::RealError {
+    crate::RealError::BadConfig(
+        "this build has no PostgreSQL client: build with `--features postgres`".into(),
+    )
+}
+
+/// The refusal of a Redis store by a system whose store runs on SQL.
+pub fn sql_only(system: &str) -> crate::RealError {
+    crate::RealError::BadConfig(format!(
+        "the {system} system's store runs on sqlite or postgres, not redis"
+    ))
+}
+
 /// What a store hook saw of its store over one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoreTally {
