@@ -260,8 +260,11 @@ fn redis(test: &str, seed: u64) -> StoreTarget {
 #[test]
 #[ignore = "real time on tokio against a Redis server (LEASESIM_REDIS_URL)"]
 fn holder_lock_correct_worker_passes_on_redis_as_its_store_forgets() {
-    // `holder-volatile`: evictions, failovers and restarts the hook makes on Redis too.
-    for seed in 0..2 {
+    // `holder-volatile`: evictions, failovers and restarts the hook makes on Redis too. Which
+    // calls a forgetting meets follows real time, so a given seed may see none; three do.
+    let forgot = ["claim-evicted", "failover-lost-write", "store-restarted"];
+    let mut forgettings = Vec::new();
+    for seed in 0..3 {
         let target = redis("correct", seed);
         let run = run(
             cut("holder-volatile", 4_000, 4_000),
@@ -276,16 +279,13 @@ fn holder_lock_correct_worker_passes_on_redis_as_its_store_forgets() {
             run.tally.divergence, None,
             "the store answers as the model does, up to the clock margin"
         );
-        let forgot = ["claim-evicted", "failover-lost-write", "store-restarted"];
-        assert!(
-            run.reached
-                .iter()
-                .any(|situation| forgot.contains(situation)),
-            "seed {seed}: the store forgot: {:?}",
-            run.reached
-        );
         assert!(run.end_ms >= 8_000, "real time: {}ms", run.end_ms);
+        forgettings.extend(run.reached.iter().filter(|s| forgot.contains(s)).copied());
     }
+    assert!(
+        !forgettings.is_empty(),
+        "the store forgot nothing in three runs"
+    );
 }
 
 #[cfg(feature = "redis")]
