@@ -62,6 +62,13 @@ impl FactorySource {
     }
 }
 
+impl FactorySource {
+    /// A factory, built on the calling thread.
+    pub fn build(&self) -> Box<dyn std::any::Any> {
+        (self.0)()
+    }
+}
+
 impl std::fmt::Debug for FactorySource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("FactorySource(..)")
@@ -266,9 +273,10 @@ impl ScenarioCampaign {
     /// The runner of this campaign's worker, built on the calling thread.
     fn runner(&self) -> Box<dyn AnyRunner> {
         let runner = match &self.factory {
-            Some(source) => self
-                .scenario
-                .custom_runner(&self.worker, (source.0)(), self.strategy),
+            Some(source) => {
+                self.scenario
+                    .custom_runner(&self.worker, source.build(), self.strategy)
+            }
             None => self.scenario.runner(&self.worker, self.strategy),
         };
         runner.expect("the worker was checked against the scenario's system")

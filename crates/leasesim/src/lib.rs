@@ -78,6 +78,8 @@ pub mod choices;
 #[doc(hidden)]
 pub mod detect;
 #[doc(hidden)]
+pub mod envelope;
+#[doc(hidden)]
 pub mod error;
 #[doc(hidden)]
 pub mod faildb;
