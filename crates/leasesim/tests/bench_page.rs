@@ -13,8 +13,8 @@ mod machine;
 mod page;
 
 use page::{
-    Estimate, ExecutorFigure, Header, Measured, MemoryFigure, ModeFigure, ScalingDimension,
-    ScalingRow, ScenarioFigure,
+    EnvelopeFigure, Estimate, ExecutorFigure, Header, Measured, MemoryFigure, ModeFigure,
+    ScalingDimension, ScalingRow, ScenarioFigure,
 };
 
 fn estimate(of_totals: f64) -> Estimate {
@@ -111,6 +111,19 @@ fn fixture(quick: bool) -> Measured {
             seeds: 10_000,
             peak_kb: 8_344,
         }],
+        envelopes: vec![EnvelopeFigure {
+            scenario: "holder-steady".to_string(),
+            axes: "claim.lifetime_ms=500..5000, claim.renew_every_ms=0..3000".to_string(),
+            resolution: 10,
+            seeds: 200,
+            points: 27,
+            runs: 3_200,
+            grid_runs: 13_400,
+            searched_s: 0.84,
+            grid_s: 3.5,
+            agrees: true,
+            unsafe_points: 0,
+        }],
     }
 }
 
@@ -155,6 +168,7 @@ fn every_table_says_what_it_measures_and_what_a_block_is() {
             "## Whole runs: the same world on tokio",
             "## Scaling: cost per event as a scenario grows",
             "## Peak memory",
+            "## Envelopes",
         ]
     );
     // Each table (a header row followed by its separator) is preceded by a paragraph that
@@ -163,8 +177,8 @@ fn every_table_says_what_it_measures_and_what_a_block_is() {
     let tables: Vec<usize> = (1..lines.len())
         .filter(|&i| lines[i].starts_with("|---") && !lines[i - 1].starts_with("| run |"))
         .collect();
-    // executor, checked, counted, sanity, two scaling systems, memory
-    assert_eq!(tables.len(), 7, "{text}");
+    // executor, checked, counted, sanity, two scaling systems, memory, envelopes
+    assert_eq!(tables.len(), 8, "{text}");
     for i in tables {
         let before = lines[i - 3];
         assert!(

@@ -24,6 +24,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod envelopes;
 mod executor;
 mod machine;
 mod memory;
@@ -45,6 +46,8 @@ struct Plan {
     versus: Budget,
     scaling: Budget,
     memory: &'static [u64],
+    /// Values per key and seeds per point of the envelopes.
+    envelope: (usize, u64),
 }
 
 /// The page's plan: about 5 minutes of measurement on an idle machine with 2 cores.
@@ -63,6 +66,7 @@ const FULL: Plan = Plan {
         block_s: 0.25,
     },
     memory: &[100, 1_000, 10_000],
+    envelope: (10, 200),
 };
 
 /// `--quick`: every section, a few seconds in all.
@@ -81,6 +85,7 @@ const QUICK: Plan = Plan {
         block_s: 0.005,
     },
     memory: &[10, 100],
+    envelope: (3, 4),
 };
 
 /// The command line after `--`.
@@ -214,6 +219,8 @@ fn measure_page(plan: &Plan, args: &Args, root: &Path) -> String {
         .collect();
     eprintln!("report: peak memory");
     let memory = memory::measure(plan.memory);
+    eprintln!("report: envelopes");
+    let envelopes = envelopes::measure_all(plan.envelope.0, plan.envelope.1);
     let load_after = machine::load();
     let (cores, cpu_model, memory_kb) = machine::machine();
     let header = page::Header {
@@ -242,6 +249,7 @@ fn measure_page(plan: &Plan, args: &Args, root: &Path) -> String {
         scaling,
         scaling_block_s: plan.scaling.block_s,
         memory,
+        envelopes,
     })
 }
 

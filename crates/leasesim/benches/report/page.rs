@@ -146,6 +146,27 @@ pub struct MemoryFigure {
     pub peak_kb: u64,
 }
 
+/// One envelope, searched and as a full grid.
+#[derive(Clone, Debug)]
+pub struct EnvelopeFigure {
+    pub scenario: String,
+    pub axes: String,
+    pub resolution: usize,
+    pub seeds: u64,
+    /// Points the search ran, and their runs.
+    pub points: usize,
+    pub runs: u64,
+    /// Runs of the full grid (every point the loader accepts).
+    pub grid_runs: u64,
+    /// Wall-clock seconds of the search and of the grid.
+    pub searched_s: f64,
+    pub grid_s: f64,
+    /// The search's map has the grid's class at every point.
+    pub agrees: bool,
+    /// Points of the grid with a marked seed (the correct worker: 0).
+    pub unsafe_points: usize,
+}
+
 /// Everything one run measured.
 #[derive(Clone, Debug)]
 pub struct Measured {
@@ -158,6 +179,7 @@ pub struct Measured {
     /// CPU seconds per block of `scaling`.
     pub scaling_block_s: f64,
     pub memory: Vec<MemoryFigure>,
+    pub envelopes: Vec<EnvelopeFigure>,
 }
 
 /// The whole page.
@@ -169,6 +191,7 @@ pub fn render(measured: &Measured) -> String {
     versus(&mut page, &measured.versus, measured.versus_block_s);
     scaling(&mut page, &measured.scaling, measured.scaling_block_s);
     memory(&mut page, &measured.memory);
+    envelopes(&mut page, &measured.envelopes);
     page
 }
 
@@ -472,6 +495,40 @@ fn memory(page: &mut String, figures: &[MemoryFigure]) {
             f.scenario,
             thousands(f.seeds as f64),
             thousands(f.peak_kb as f64)
+        );
+    }
+}
+
+fn envelopes(page: &mut String, figures: &[EnvelopeFigure]) {
+    page.push_str(
+        "\n## Envelopes\n\n\
+         What it measures: `leasesim envelope` with the correct worker on each system's steady \
+         scenario over two keys, searched for the boundary and as a full grid (`--grid`), the \
+         same resolution and seeds per point, with the wall-clock time of each on every core \
+         (`--jobs` left to its default); no blocks: each row is one envelope of each kind. The \
+         full grid runs every point the scenario loader accepts (refused points run nothing \
+         in either). *agrees*: the search's map (measured and inferred) has the grid's class at \
+         every point. Target: a 10 x 10 envelope at 200 seeds within 10 minutes on 2 cores, \
+         and at least 3x fewer runs than the grid.\n\n\
+         | scenario | keys | points | seeds per point | points run | runs | grid runs | fewer | searched | grid | agrees | unsafe points |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
+    );
+    for f in figures {
+        let _ = writeln!(
+            page,
+            "| `{}` | `{}` | {r} x {r} | {} | {} | {} | {} | {:.1}x | {:.1} s | {:.1} s | {} | {} |",
+            f.scenario,
+            f.axes,
+            thousands(f.seeds as f64),
+            f.points,
+            thousands(f.runs as f64),
+            thousands(f.grid_runs as f64),
+            f.grid_runs as f64 / f.runs.max(1) as f64,
+            f.searched_s,
+            f.grid_s,
+            if f.agrees { "yes" } else { "no" },
+            f.unsafe_points,
+            r = f.resolution,
         );
     }
 }
