@@ -3,8 +3,8 @@
 //! default: `.ci/run` installs Chromium and runs it with `--ignored`).
 //!
 //! Terminology:
-//! - *Chromium*: `$CHROMIUM`, else `/usr/bin/chromium`, else `chromium` or `chromium-browser`
-//!   on `PATH`. The browser test needs it and, without it, fails saying how to install it.
+//! - *Chromium*: see `timeline_support/browser.rs`. The browser test needs it and, without
+//!   it, fails saying how to install it.
 //! - *probe column*: the pixel column `LANE_PROBE_X_PX` at the page's left edge, where only
 //!   the lane fills, the world row and the page background are drawn. Counting the bands of
 //!   the two documented lane fills there gives the number of lanes the browser drew.
@@ -12,14 +12,12 @@
 //!   plot's SVG, as the document states them. Stacking them in document order (later on top)
 //!   gives the fill of every row of a column without a browser.
 
+#[path = "timeline_support/browser.rs"]
+mod browser;
 #[path = "timeline_support/mod.rs"]
 mod support;
 
-use std::fs::File;
-use std::io::Cursor;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use browser::{Image, find_chromium, screenshot};
 
 use leasesim_timeline::{
     LANE_FILL_EVEN, LANE_FILL_EVEN_RGB, LANE_FILL_ODD, LANE_FILL_ODD_RGB, LANE_HEIGHT_PX,
@@ -28,121 +26,6 @@ use leasesim_timeline::{
 
 const WIDTH_PX: u32 = 1400;
 const HEIGHT_PX: u32 = 900;
-const TIMEOUT_POLLS: u32 = 600;
-const POLL: Duration = Duration::from_millis(100);
-const INSTALL_HINT: &str = "install it with `apt-get install -y chromium` (Debian/Ubuntu), or \
-                            point $CHROMIUM at a Chromium or Chrome binary";
-
-fn find_chromium() -> PathBuf {
-    let from_env = std::env::var_os("CHROMIUM").map(PathBuf::from);
-    let fixed = Some(PathBuf::from("/usr/bin/chromium"));
-    let on_path = std::env::var_os("PATH").into_iter().flat_map(|paths| {
-        std::env::split_paths(&paths)
-            .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
-            .collect::<Vec<_>>()
-    });
-    from_env
-        .into_iter()
-        .chain(fixed)
-        .chain(on_path)
-        .find(|path| path.is_file())
-        .unwrap_or_else(|| panic!("Chromium was not found (needed for this test): {INSTALL_HINT}"))
-}
-
-/// Runs headless Chromium on `html_path`, writing `png_path`; kills it after ~60 s.
-fn screenshot(chromium: &Path, html_path: &Path, png_path: &Path, work: &Path) {
-    let profile = work.join("profile");
-    let log_path = work.join("chromium.log");
-    let log = File::create(&log_path).expect("create the log file");
-    let mut child = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--force-device-scale-factor=1",
-            "--force-color-profile=srgb",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--window-size={WIDTH_PX},{HEIGHT_PX}"))
-        .arg(format!("--screenshot={}", png_path.display()))
-        .arg(format!("file://{}", html_path.display()))
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().expect("clone the log handle"))
-        .stderr(log)
-        .spawn()
-        .unwrap_or_else(|err| {
-            panic!(
-                "Chromium ({}) could not start: {err}; {INSTALL_HINT}",
-                chromium.display()
-            )
-        });
-    let mut status = None;
-    for _ in 0..TIMEOUT_POLLS {
-        status = child.try_wait().expect("poll Chromium");
-        if status.is_some() {
-            break;
-        }
-        std::thread::sleep(POLL);
-    }
-    let log_text = || std::fs::read_to_string(&log_path).unwrap_or_default();
-    let Some(status) = status else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!(
-            "Chromium did not finish within 60 s; its output:\n{}",
-            log_text()
-        );
-    };
-    assert!(
-        status.success() && png_path.is_file(),
-        "Chromium ({status}) wrote no screenshot; {INSTALL_HINT}; its output:\n{}",
-        log_text()
-    );
-}
-
-/// The decoded screenshot: width, height and RGB pixels.
-struct Image {
-    width: u32,
-    height: u32,
-    rgb: Vec<[u8; 3]>,
-}
-
-impl Image {
-    fn decode(bytes: Vec<u8>) -> Image {
-        let mut decoder = png::Decoder::new(Cursor::new(bytes));
-        decoder.set_transformations(png::Transformations::normalize_to_color8());
-        let mut reader = decoder.read_info().expect("the screenshot is a PNG");
-        let mut buffer = vec![0; reader.output_buffer_size().expect("a sane PNG size")];
-        let info = reader
-            .next_frame(&mut buffer)
-            .expect("decode the screenshot");
-        let channels = info.color_type.samples();
-        assert!(
-            channels >= 3,
-            "expected a colour screenshot, got {:?}",
-            info.color_type
-        );
-        let rgb = buffer[..info.buffer_size()]
-            .chunks_exact(channels)
-            .map(|pixel| [pixel[0], pixel[1], pixel[2]])
-            .collect();
-        Image {
-            width: info.width,
-            height: info.height,
-            rgb,
-        }
-    }
-
-    fn at(&self, x: u32, y: u32) -> [u8; 3] {
-        self.rgb[(y * self.width + x) as usize]
-    }
-}
 
 fn close(pixel: [u8; 3], expected: [u8; 3]) -> bool {
     pixel
@@ -351,7 +234,13 @@ fn chromium_draws_one_band_per_lane() {
         work.path().join("shot.png"),
     );
     std::fs::write(&html_path, &html).expect("write the timeline");
-    screenshot(&chromium, &html_path, &png_path, work.path());
+    screenshot(
+        &chromium,
+        &html_path,
+        &png_path,
+        work.path(),
+        (WIDTH_PX, HEIGHT_PX),
+    );
     let image = Image::decode(std::fs::read(&png_path).expect("read the screenshot"));
     assert_eq!((image.width, image.height), (WIDTH_PX, HEIGHT_PX));
     let mut colours = image.rgb.clone();

@@ -187,7 +187,7 @@ pub fn envelope_command(args: EnvelopeArgs) -> Result<i32, UsageError> {
     }
     eprintln!(
         "envelope: {} points run, {} runs in {elapsed_s:.1} s",
-        envelope.points.len(),
+        envelope.points_run(),
         envelope.runs
     );
     if let Some(signal) = signals::caught() {

@@ -14,12 +14,21 @@ use super::{Class, Envelope, Index, Mark, PointResult};
 
 /// The colours of unsafe outcomes, in letter order (distinct from the safe green and the
 /// refused grey).
-const PALETTE: [&str; 8] = [
+pub const PALETTE: [&str; 8] = [
     "#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#1f77b4",
 ];
-const SAFE: &str = "#2ca02c";
-const REFUSED: &str = "#9e9e9e";
-const CELL: usize = 60;
+/// The colour of safe cells.
+pub const SAFE: &str = "#2ca02c";
+/// The colour of refused cells.
+pub const REFUSED: &str = "#9e9e9e";
+/// A cell's side (px).
+pub const CELL: usize = 60;
+/// The grid's left margin in the SVG (px) with two keys: room for the second key's ticks.
+pub const LEFT_TWO_KEYS: usize = 120;
+/// The grid's left margin in the SVG (px) with one key.
+pub const LEFT_ONE_KEY: usize = 20;
+/// The grid's top margin in the SVG (px).
+pub const TOP: usize = 10;
 
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
@@ -167,7 +176,7 @@ fn axes(envelope: &Envelope, left: usize, top: usize, out: &mut String) {
         for y in 0..h {
             let _ = writeln!(
                 out,
-                "<text x='{}' y='{}' class='tick' text-anchor='end'>{}</text>",
+                "<text x='{}' y='{}' class='ytick'>{}</text>",
                 left - 10,
                 top + (h - 1 - y) * CELL + CELL / 2 + 4,
                 y_axis.text(y)
@@ -217,7 +226,12 @@ fn key(envelope: &Envelope, letters: &[(char, String)], out: &mut String) {
 pub fn page(envelope: &Envelope) -> String {
     let letters = letters(envelope);
     let (w, h) = (envelope.map.width, envelope.map.height);
-    let (left, top) = (if envelope.axes.len() > 1 { 120 } else { 20 }, 10);
+    let left = if envelope.axes.len() > 1 {
+        LEFT_TWO_KEYS
+    } else {
+        LEFT_ONE_KEY
+    };
+    let top = TOP;
     let (width, height) = (left + w * CELL + 20, top + h * CELL + 50);
     let title = format!(
         "envelope of {} `{}`, worker {}",
@@ -252,7 +266,7 @@ pub fn page(envelope: &Envelope) -> String {
 
 const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:20px;color:#222}h1{font-size:18px}\
 .row{display:flex;gap:24px;align-items:flex-start}.share{font-size:11px;text-anchor:middle;fill:#000}\
-.tick{font-size:11px;text-anchor:middle}.axis{font-size:13px;text-anchor:middle;font-weight:600}\
+.tick{font-size:11px;text-anchor:middle}.ytick{font-size:11px;text-anchor:end}.axis{font-size:13px;text-anchor:middle;font-weight:600}\
 .boundary{stroke:#000;stroke-width:3;stroke-linecap:round}.key{list-style:none;padding:0}\
 .key li{margin:6px 0;display:flex;align-items:center;gap:8px}.key span{display:inline-block;width:18px;height:18px}\
 .key .pale{background:repeating-linear-gradient(45deg,#ccc,#ccc 3px,#fff 3px,#fff 6px)}\

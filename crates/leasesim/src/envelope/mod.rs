@@ -161,7 +161,13 @@ pub fn interval(k: u64, n: u64) -> (f64, f64) {
     let p = k / n;
     let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
     let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
-    let (lo, hi) = ((centre - half).max(0.0), (centre + half).min(1.0));
+    // At k = n the upper end is 1 exactly (computed, it can fall short by a rounding).
+    let hi = if k == n {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
+    let lo = (centre - half).max(0.0);
     // invariant: the interval holds the observed share.
     debug_assert!(lo <= p + 1e-12 && p <= hi + 1e-12);
     (lo, hi)
@@ -304,40 +310,57 @@ fn run_point(
     }
 }
 
-/// Measures one point: refused by the loader, or run; an error is a mistake in an axis.
-fn result_at(
+/// A point's scenario, or its refusal.
+type PointScenario = Result<Arc<dyn AnyScenario>, PointResult>;
+
+/// Every point's scenario, or why the loader refuses it (row-major); an error is a mistake in
+/// an axis. Refusals cost no run, so every point is checked before the search.
+fn scenarios_of(
     spec: &EnvelopeSpec,
     axes: &[AxisValues],
-    index: Index,
+    (width, height): (usize, usize),
+) -> Result<Vec<PointScenario>, UsageError> {
+    let mut found = Vec::with_capacity(width * height);
+    for y in 0..height {
+        for x in 0..width {
+            found.push(
+                match spec.scenario.with_overrides(&point_overrides(axes, (x, y))) {
+                    Err((key, why)) if is_mistake(&why) => {
+                        return Err(UsageError::BadValue {
+                            flag: "--vary",
+                            given: key,
+                            why,
+                        });
+                    }
+                    Err((key, why)) => Err(PointResult::Refused { key, why }),
+                    Ok(scenario) => Ok(scenario),
+                },
+            );
+        }
+    }
+    Ok(found)
+}
+
+/// Runs one point's seeds.
+fn runs_at(
+    spec: &EnvelopeSpec,
+    scenario: Arc<dyn AnyScenario>,
     progress: &Arc<Progress>,
     (tick, counts): (&mut dyn FnMut(EnvelopeProgress), &mut EnvelopeProgress),
-) -> Result<PointResult, UsageError> {
-    let result = match spec.scenario.with_overrides(&point_overrides(axes, index)) {
-        Err((key, why)) if is_mistake(&why) => {
-            return Err(UsageError::BadValue {
-                flag: "--vary",
-                given: key,
-                why,
-            });
-        }
-        Err((key, why)) => PointResult::Refused { key, why },
-        Ok(scenario) => {
-            let before = *counts;
-            let runs = run_point(spec, scenario, progress, &mut || {
-                let done = progress.done.load(Ordering::Relaxed);
-                tick(EnvelopeProgress {
-                    points: before.points,
-                    runs: before.runs + done,
-                });
-            });
-            progress.done.store(0, Ordering::Relaxed);
-            counts.runs += runs.seeds;
-            PointResult::Ran(runs)
-        }
-    };
+) -> PointRuns {
+    let before = *counts;
+    let runs = run_point(spec, scenario, progress, &mut || {
+        let done = progress.done.load(Ordering::Relaxed);
+        tick(EnvelopeProgress {
+            points: before.points,
+            runs: before.runs + done,
+        });
+    });
+    progress.done.store(0, Ordering::Relaxed);
+    counts.runs += runs.seeds;
     counts.points += 1;
     tick(*counts);
-    Ok(result)
+    runs
 }
 
 /// Measures an envelope. `tick` is called about ten times a second with the counts so far;
@@ -358,29 +381,33 @@ pub fn measure(
         axes[0].values.len(),
         axes.get(1).map_or(1, |a| a.values.len()),
     );
+    let mut scenarios = scenarios_of(spec, &axes, (width, height))?;
+    let refused: Vec<bool> = scenarios.iter().map(Result::is_err).collect();
     let mut points: BTreeMap<(usize, usize), PointResult> = BTreeMap::new();
+    for (slot, found) in scenarios.iter_mut().enumerate() {
+        if let Err(result) = found {
+            points.insert((slot / width, slot % width), result.clone());
+        }
+    }
     let mut counts = EnvelopeProgress::default();
-    let mut mistake = None;
-    let mut measure_point = |index: Index| -> Option<Class> {
+    let mut measure_point = |(x, y): Index| -> Option<Class> {
         if progress.stop.load(Ordering::Relaxed) {
             return None;
         }
-        match result_at(spec, &axes, index, progress, (&mut *tick, &mut counts)) {
-            Err(err) => {
-                mistake = Some(err);
-                None
-            }
-            Ok(result) => {
-                let class = class_of(&result);
-                points.insert((index.1, index.0), result);
-                Some(class)
-            }
-        }
+        let scenario = scenarios[y * width + x]
+            .as_ref()
+            .expect("the search measures no refused point")
+            .clone();
+        let runs = runs_at(spec, scenario, progress, (&mut *tick, &mut counts));
+        let class = if runs.marked > 0 {
+            Class::Unsafe
+        } else {
+            Class::Safe
+        };
+        points.insert((y, x), PointResult::Ran(runs));
+        Some(class)
     };
-    let map = search::search(width, height, spec.search, &mut measure_point);
-    if let Some(mistake) = mistake {
-        return Err(mistake);
-    }
+    let map = search::search(width, height, spec.search, &refused, &mut measure_point);
     let points: Vec<Point> = points
         .into_iter()
         .map(|((y, x), result)| Point {
@@ -413,15 +440,15 @@ pub fn measure(
     })
 }
 
-fn class_of(result: &PointResult) -> Class {
-    match result {
-        PointResult::Refused { .. } => Class::Refused,
-        PointResult::Ran(runs) if runs.marked > 0 => Class::Unsafe,
-        PointResult::Ran(_) => Class::Safe,
-    }
-}
-
 impl Envelope {
+    /// The points that ran seeds (not refused).
+    pub fn points_run(&self) -> usize {
+        self.points
+            .iter()
+            .filter(|p| matches!(p.result, PointResult::Ran(_)))
+            .count()
+    }
+
     pub fn point(&self, index: Index) -> Option<&Point> {
         self.points.iter().find(|p| p.index == index)
     }

@@ -4,7 +4,7 @@
 //! - *map*: one character per grid point, the second axis rising upwards: `o` safe, `.` safe
 //!   and inferred, a capital letter unsafe (the outcome most of its seeds showed, listed
 //!   under the map; `#` for a situation), the same in lower case (or `+`) when inferred, `X`
-//!   refused, `x` refused and inferred.
+//!   refused (every point's refusal is known: none is inferred).
 //! - *letters*: the outcomes of the unsafe points, `A` onwards, in name order.
 
 use std::fmt::Write as _;
@@ -69,6 +69,8 @@ pub fn map_char(envelope: &Envelope, letters: &[(char, String)], index: Index) -
     match (measured, c) {
         (true, c) => c,
         (false, '#') => '+',
+        // invariant: refusals are checked at every point, never inferred.
+        (false, 'X') => unreachable!("a refused point is always known"),
         (false, c) => c.to_ascii_lowercase(),
     }
 }
@@ -165,7 +167,7 @@ fn points(envelope: &Envelope, out: &mut String) {
             )
         })
         .collect();
-    let _ = writeln!(out, "\npoints measured ({}):", envelope.points.len());
+    let _ = writeln!(out, "\npoints run ({}):", envelope.points_run());
     let mut head = String::from(" ");
     for (key, width) in keys.iter().zip(&widths) {
         let _ = write!(head, " {key:<width$}");
@@ -186,9 +188,7 @@ fn points(envelope: &Envelope, out: &mut String) {
             let _ = write!(line, " {:<width$}", axis.text(i));
         }
         match &point.result {
-            PointResult::Refused { key, why } => {
-                let _ = writeln!(out, "{line}  refused at {key}: {why}");
-            }
+            PointResult::Refused { .. } => continue,
             PointResult::Ran(runs) => {
                 let (lo, hi) = runs.interval();
                 let share = if runs.marked == 0 {
@@ -221,6 +221,31 @@ fn points(envelope: &Envelope, out: &mut String) {
     }
 }
 
+/// The refused points, by the key the loader blamed: how many, and the first one's reason.
+fn refusals(envelope: &Envelope, out: &mut String) {
+    let mut by_key: std::collections::BTreeMap<&str, (usize, Index, &str)> = Default::default();
+    for point in &envelope.points {
+        if let PointResult::Refused { key, why } = &point.result {
+            by_key.entry(key).or_insert((0, point.index, why)).0 += 1;
+        }
+    }
+    if by_key.is_empty() {
+        return;
+    }
+    let total: usize = by_key.values().map(|(n, _, _)| n).sum();
+    let _ = writeln!(
+        out,
+        "\nrefused ({total}; no correct worker could pass these settings, no seed ran there):"
+    );
+    for (key, (count, index, why)) in by_key {
+        let _ = writeln!(
+            out,
+            "  {key}: {count} points, e.g. at {}: {why}",
+            envelope.values_text(index)
+        );
+    }
+}
+
 /// The cost line: runs against a full grid's.
 pub fn cost_line(envelope: &Envelope) -> String {
     let ratio = envelope.grid_runs as f64 / envelope.runs.max(1) as f64;
@@ -228,7 +253,7 @@ pub fn cost_line(envelope: &Envelope) -> String {
     format!(
         "runs: {} at {} of {points} points; a full grid: {} ({ratio:.1}x as many)",
         envelope.runs,
-        envelope.points.len(),
+        envelope.points_run(),
         envelope.grid_runs
     )
 }
@@ -239,6 +264,7 @@ pub fn text(envelope: &Envelope) -> String {
     header(envelope, &mut out);
     map(envelope, &mut out);
     points(envelope, &mut out);
+    refusals(envelope, &mut out);
     out.push('\n');
     out.push_str(&cost_line(envelope));
     out.push('\n');

@@ -220,12 +220,30 @@ impl Searcher<'_> {
                 self.found_class(next.0) == Some(region)
                     && self.found_class(next.1) != Some(region)
             );
-            if !walked.insert(unordered(next)) {
+            // A boundary with refused settings is known without a run: the walk ends there.
+            let refused = self.found_class(next.1) == Some(Class::Refused);
+            if refused || !walked.insert(unordered(next)) {
                 return Some(());
             }
             (a, b) = next;
         }
         Some(())
+    }
+
+    /// The first and last points of the segment from `a` to `b` (a row or a column, `a`
+    /// first) that the loader accepts, if they differ.
+    fn accepted_part(&self, a: Index, b: Index) -> Option<(Index, Index)> {
+        let along: Vec<Index> = if a.1 == b.1 {
+            (a.0..=b.0).map(|x| (x, a.1)).collect()
+        } else {
+            (a.1..=b.1).map(|y| (a.0, y)).collect()
+        };
+        let mut accepted = along
+            .into_iter()
+            .filter(|&p| self.found_class(p) != Some(Class::Refused));
+        let first = accepted.next()?;
+        let last = accepted.next_back()?;
+        Some((first, last))
     }
 
     /// The adaptive search (the module docs): each lattice segment whose ends differ and that
@@ -234,11 +252,18 @@ impl Searcher<'_> {
     fn adaptive(&mut self) -> Option<()> {
         let mut walked = BTreeSet::new();
         for (a, b) in self.lattice_segments()? {
+            // A segment reaching into refused settings ends at the last accepted point.
+            let Some((a, b)) = self.accepted_part(a, b) else {
+                continue;
+            };
             if self.at(a)? == self.at(b)? || crosses(&walked, a, b) {
                 continue;
             }
             let (a, b) = self.bisect(a, b)?;
             walked.insert(unordered((a, b)));
+            if self.at(a)? == Class::Refused || self.at(b)? == Class::Refused {
+                continue;
+            }
             // The lower class is the region walked, so a boundary is walked the same way from
             // whichever of its edges it is found.
             let edge = if self.at(a)? < self.at(b)? {
@@ -267,18 +292,24 @@ fn unordered((a, b): (Index, Index)) -> (Index, Index) {
 }
 
 /// Searches a `width x height` grid with `measure` (which returns `None` to stop: the map then
-/// holds what was measured) and returns the class of every point.
+/// holds what was measured) and returns the class of every point. `refused` (row-major) are
+/// the points the loader refuses, known before the search: never measured, never inferred.
 pub fn search(
     width: usize,
     height: usize,
     how: Search,
+    refused: &[bool],
     measure: &mut dyn FnMut(Index) -> Option<Class>,
 ) -> ClassMap {
     assert!(width >= 1 && height >= 1, "a grid has a point");
+    assert_eq!(refused.len(), width * height, "one refusal per point");
     let mut searcher = Searcher {
         width,
         height,
-        found: vec![None; width * height],
+        found: refused
+            .iter()
+            .map(|&r| r.then_some(Class::Refused))
+            .collect(),
         measured: Vec::new(),
         measure,
         stopped: false,
@@ -300,24 +331,36 @@ pub fn search(
     infer(width, height, &searcher.found, searcher.measured)
 }
 
-/// Gives every unmeasured point the class of its nearest measured one (a breadth-first flood
-/// from the measured points in index order).
+/// Gives every unmeasured point the class of its nearest measured one that is not refused (a
+/// breadth-first flood from those points in index order, around refused points; a point
+/// only refused points surround takes the nearest class of any).
 fn infer(width: usize, height: usize, found: &[Option<Class>], measured: Vec<Index>) -> ClassMap {
     let mut cells: Vec<Option<(Class, bool)>> =
         found.iter().map(|c| c.map(|c| (c, true))).collect();
-    let mut queue: VecDeque<Index> = (0..height)
-        .flat_map(|y| (0..width).map(move |x| (x, y)))
-        .filter(|&(x, y)| found[y * width + x].is_some())
-        .collect();
-    while let Some(point) = queue.pop_front() {
-        let (class, _) = cells[point.1 * width + point.0].expect("queued points have a class");
-        for (x, y) in neighbours(width, height, point) {
-            if cells[y * width + x].is_none() {
-                cells[y * width + x] = Some((class, false));
-                queue.push_back((x, y));
+    for pass_refused in [false, true] {
+        let mut queue: VecDeque<Index> = (0..height)
+            .flat_map(|y| (0..width).map(move |x| (x, y)))
+            .filter(|&(x, y)| {
+                cells[y * width + x].is_some_and(|(c, _)| pass_refused || c != Class::Refused)
+            })
+            .collect();
+        while let Some(point) = queue.pop_front() {
+            let (class, _) = cells[point.1 * width + point.0].expect("queued points have a class");
+            for (x, y) in neighbours(width, height, point) {
+                if cells[y * width + x].is_none() {
+                    cells[y * width + x] = Some((class, false));
+                    queue.push_back((x, y));
+                }
             }
         }
     }
+    // invariant: only the points the loader refuses are refused.
+    debug_assert!(
+        cells
+            .iter()
+            .zip(found)
+            .all(|(c, f)| c.is_none_or(|(c, m)| m || c != Class::Refused) || f.is_none())
+    );
     // A search stopped before its first point leaves nothing to infer from.
     let cells = cells
         .into_iter()
@@ -343,7 +386,15 @@ mod tests {
         how: Search,
         truth: impl Fn(usize, usize) -> Class,
     ) -> ClassMap {
-        search(width, height, how, &mut |(x, y)| Some(truth(x, y)))
+        let refused: Vec<bool> = (0..height)
+            .flat_map(|y| (0..width).map(move |x| (x, y)))
+            .map(|(x, y)| truth(x, y) == Class::Refused)
+            .collect();
+        search(width, height, how, &refused, &mut |(x, y)| {
+            let class = truth(x, y);
+            assert_ne!(class, Class::Refused, "a refused point is never measured");
+            Some(class)
+        })
     }
 
     fn wrong_points(map: &ClassMap, truth: impl Fn(usize, usize) -> Class) -> usize {
@@ -402,6 +453,25 @@ mod tests {
     }
 
     #[test]
+    fn an_unsafe_region_beside_refused_settings_is_found_and_refusals_stay_exact() {
+        // A refused column (a renewal interval not below the lease) beside a small unsafe
+        // region that touches no lattice segment but those that end in the refused column.
+        for (width, height) in [(10, 10), (6, 6)] {
+            let truth = move |x: usize, y: usize| {
+                if x == width - 1 {
+                    Class::Refused
+                } else if x == width - 2 && (height / 2 - 1..=height / 2).contains(&y) {
+                    Class::Unsafe
+                } else {
+                    Class::Safe
+                }
+            };
+            let map = run(width, height, Search::Adaptive, truth);
+            assert_eq!(wrong_points(&map, truth), 0, "{width}: {map:?}");
+        }
+    }
+
+    #[test]
     fn a_grid_search_measures_every_point_once() {
         let map = run(4, 3, Search::Grid, diagonal);
         assert_eq!(map.measured.len(), 12);
@@ -439,7 +509,7 @@ mod tests {
     #[test]
     fn a_stopped_search_keeps_what_it_measured() {
         let mut left = 5;
-        let map = search(10, 10, Search::Adaptive, &mut |(x, y)| {
+        let map = search(10, 10, Search::Adaptive, &[false; 100], &mut |(x, y)| {
             left -= 1;
             (left >= 0).then(|| diagonal(x, y))
         });
