@@ -176,7 +176,12 @@ fn backlog_can_drain(scenario: &Scenario) -> Result<(), Finding> {
         .max(1);
     let first_ms = 2 * lowest(scenario, OpKind::Acquire) + lowest(scenario, OpKind::Delete);
     let end_ms = scenario.duration_ms + scenario.liveness_ms;
-    let terms = end_ms.saturating_sub(first_ms) / spacing_ms + 1;
+    // No term deletes anything before its first delete can land: a run that ends sooner
+    // drains nothing.
+    let terms = match end_ms.checked_sub(first_ms) {
+        Some(span_ms) => span_ms / spacing_ms + 1,
+        None => 0,
+    };
     let per_term = rows_per_term(scenario);
     let capacity = u64::from(scenario.replicas)
         .saturating_mul(terms)

@@ -258,6 +258,19 @@ fn a_backlog_no_run_can_drain_is_refused_at_the_rows() {
 }
 
 #[test]
+fn a_run_that_ends_before_a_first_delete_can_land_drains_nothing() {
+    // Deletes of 1,050 ms each way: the first can land 1,052 ms in at the earliest (acquire
+    // round trip of 2 ms), after a run of 297 ms has ended; a shrink once reached this.
+    let text = "description = \"x\"\nsystem = \"retention\"\nduration_ms = 296\nliveness_ms = 1\n\
+                [latency]\ndelete = [1_050, 1_050]\n";
+    let err = error_of(text);
+    assert!(err.contains("3 replicas can delete at most 0 by the end"), "{err}");
+    // The same run, long enough for one delete to land, loads.
+    let long_enough = text.replace("duration_ms = 296", "duration_ms = 1_100");
+    assert!(parse_scenario("ok", "ok.toml", &long_enough).is_ok());
+}
+
+#[test]
 fn bounds_no_correct_worker_can_keep_are_refused_at_their_key() {
     let err = |body: &str| {
         error_of(&format!(
