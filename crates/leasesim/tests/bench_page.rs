@@ -113,6 +113,7 @@ fn fixture(quick: bool) -> Measured {
         }],
         envelopes: vec![EnvelopeFigure {
             scenario: "holder-steady".to_string(),
+            worker: "correct".to_string(),
             axes: "claim.lifetime_ms=500..5000, claim.renew_every_ms=0..3000".to_string(),
             resolution: 10,
             seeds: 200,

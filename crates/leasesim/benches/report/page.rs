@@ -150,6 +150,7 @@ pub struct MemoryFigure {
 #[derive(Clone, Debug)]
 pub struct EnvelopeFigure {
     pub scenario: String,
+    pub worker: String,
     pub axes: String,
     pub resolution: usize,
     pub seeds: u64,
@@ -502,22 +503,25 @@ fn memory(page: &mut String, figures: &[MemoryFigure]) {
 fn envelopes(page: &mut String, figures: &[EnvelopeFigure]) {
     page.push_str(
         "\n## Envelopes\n\n\
-         What it measures: `leasesim envelope` with the correct worker on each system's steady \
-         scenario over two keys, searched for the boundary and as a full grid (`--grid`), the \
+         What it measures: `leasesim envelope` on each system's steady scenario with the \
+         correct worker (safe wherever the loader accepts the settings: only the lattice and the \
+         refusal boundary are run), then with a defective worker of each system on keys where \
+         its safe region ends inside the grid, over two keys, searched for the boundary and as a full grid (`--grid`), the \
          same resolution and seeds per point, with the wall-clock time of each on every core \
          (`--jobs` left to its default); no blocks: each row is one envelope of each kind. The \
          full grid runs every point the scenario loader accepts (refused points run nothing \
          in either). *agrees*: the search's map (measured and inferred) has the grid's class at \
-         every point. Target: a 10 x 10 envelope at 200 seeds within 10 minutes on 2 cores, \
+         every point. *unsafe points*: of the grid. Target: a 10 x 10 envelope at 200 seeds within 10 minutes on 2 cores, \
          and at least 3x fewer runs than the grid.\n\n\
-         | scenario | keys | points | seeds per point | points run | runs | grid runs | fewer | searched | grid | agrees | unsafe points |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
+         | scenario | worker | keys | points | seeds per point | points run | runs | grid runs | fewer | searched | grid | agrees | unsafe points |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
     );
     for f in figures {
         let _ = writeln!(
             page,
-            "| `{}` | `{}` | {r} x {r} | {} | {} | {} | {} | {:.1}x | {:.1} s | {:.1} s | {} | {} |",
+            "| `{}` | `{}` | `{}` | {r} x {r} | {} | {} | {} | {} | {:.1}x | {:.1} s | {:.1} s | {} | {} |",
             f.scenario,
+            f.worker,
             f.axes,
             thousands(f.seeds as f64),
             f.points,
