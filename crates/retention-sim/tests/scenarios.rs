@@ -264,7 +264,10 @@ fn a_run_that_ends_before_a_first_delete_can_land_drains_nothing() {
     let text = "description = \"x\"\nsystem = \"retention\"\nduration_ms = 296\nliveness_ms = 1\n\
                 [latency]\ndelete = [1_050, 1_050]\n";
     let err = error_of(text);
-    assert!(err.contains("3 replicas can delete at most 0 by the end"), "{err}");
+    assert!(
+        err.contains("3 replicas can delete at most 0 by the end"),
+        "{err}"
+    );
     // The same run, long enough for one delete to land, loads.
     let long_enough = text.replace("duration_ms = 296", "duration_ms = 1_100");
     assert!(parse_scenario("ok", "ok.toml", &long_enough).is_ok());
