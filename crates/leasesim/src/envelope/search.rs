@@ -220,9 +220,7 @@ impl Searcher<'_> {
                 self.found_class(next.0) == Some(region)
                     && self.found_class(next.1) != Some(region)
             );
-            // A boundary with refused settings is known without a run: the walk ends there.
-            let refused = self.found_class(next.1) == Some(Class::Refused);
-            if refused || !walked.insert(unordered(next)) {
+            if !walked.insert(unordered(next)) {
                 return Some(());
             }
             (a, b) = next;
@@ -252,29 +250,46 @@ impl Searcher<'_> {
     fn adaptive(&mut self) -> Option<()> {
         let mut walked = BTreeSet::new();
         for (a, b) in self.lattice_segments()? {
-            // A segment reaching into refused settings ends at the last accepted point.
-            let Some((a, b)) = self.accepted_part(a, b) else {
-                continue;
-            };
-            if self.at(a)? == self.at(b)? || crosses(&walked, a, b) {
-                continue;
+            // Where the segment enters refused settings is known without a run; the part the
+            // loader accepts is bisected when its ends differ.
+            let mut edges = self.refusal_edges(a, b);
+            if let Some((a, b)) = self.accepted_part(a, b)
+                && self.at(a)? != self.at(b)?
+                && !crosses(&walked, a, b)
+            {
+                edges.push(self.bisect(a, b)?);
             }
-            let (a, b) = self.bisect(a, b)?;
-            walked.insert(unordered((a, b)));
-            if self.at(a)? == Class::Refused || self.at(b)? == Class::Refused {
-                continue;
+            for (a, b) in edges {
+                if !walked.insert(unordered((a, b))) {
+                    continue;
+                }
+                // The lower class is the region walked, so a boundary is walked the same way
+                // from whichever of its edges it is found.
+                let edge = if self.at(a)? < self.at(b)? {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                self.walk(edge, 1, &mut walked)?;
+                self.walk(edge, -1, &mut walked)?;
             }
-            // The lower class is the region walked, so a boundary is walked the same way from
-            // whichever of its edges it is found.
-            let edge = if self.at(a)? < self.at(b)? {
-                (a, b)
-            } else {
-                (b, a)
-            };
-            self.walk(edge, 1, &mut walked)?;
-            self.walk(edge, -1, &mut walked)?;
         }
         Some(())
+    }
+
+    /// The pairs of neighbours along the segment from `a` to `b` of which one is refused.
+    fn refusal_edges(&self, a: Index, b: Index) -> Vec<(Index, Index)> {
+        let along: Vec<Index> = if a.1 == b.1 {
+            (a.0..=b.0).map(|x| (x, a.1)).collect()
+        } else {
+            (a.1..=b.1).map(|y| (a.0, y)).collect()
+        };
+        let refused = |p: Index| self.found_class(p) == Some(Class::Refused);
+        along
+            .windows(2)
+            .filter(|w| refused(w[0]) != refused(w[1]))
+            .map(|w| (w[0], w[1]))
+            .collect()
     }
 }
 
@@ -454,13 +469,13 @@ mod tests {
 
     #[test]
     fn an_unsafe_region_beside_refused_settings_is_found_and_refusals_stay_exact() {
-        // A refused column (a renewal interval not below the lease) beside a small unsafe
-        // region that touches no lattice segment but those that end in the refused column.
+        // A refused column (a renewal interval not below the lease) beside an unsafe region
+        // between two lattice rows: only the refusal boundary leads to it.
         for (width, height) in [(10, 10), (6, 6)] {
             let truth = move |x: usize, y: usize| {
                 if x == width - 1 {
                     Class::Refused
-                } else if x == width - 2 && (height / 2 - 1..=height / 2).contains(&y) {
+                } else if x == width - 2 && (height / 2 + 1..=height - 2).contains(&y) {
                     Class::Unsafe
                 } else {
                     Class::Safe
