@@ -5,19 +5,35 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+/// A campaign where nearly every seed fails; a hundred million seeds take hours.
+const CAMPAIGN: [&str; 9] = [
+    "fuzz",
+    "--worker",
+    "read-then-delete",
+    "--scenario",
+    "holder-slow-release",
+    "--seeds",
+    "100000000",
+    "--jobs",
+    "2",
+];
+
 /// Starts a campaign where nearly every seed fails, in `dir`, sends `signal` after it has run
 /// for a while, and returns (exit code, stdout, stderr).
 fn interrupted(dir: &std::path::Path, signal: libc::c_int) -> (Option<i32>, String, String) {
+    interrupted_run(dir, signal, &CAMPAIGN)
+}
+
+/// Starts `leasesim ARGS` in `dir`, sends `signal` once it catches it and has run for a while,
+/// and returns (exit code, stdout, stderr).
+fn interrupted_run(
+    dir: &std::path::Path,
+    signal: libc::c_int,
+    args: &[&str],
+) -> (Option<i32>, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_leasesim"))
         .current_dir(dir)
-        .args([
-            "fuzz",
-            "--worker",
-            "read-then-delete",
-            "--scenario",
-            "holder-slow-release",
-        ])
-        .args(["--seeds", "100000000", "--jobs", "2"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -105,4 +121,30 @@ fn sigterm_ends_a_campaign_with_143_keeping_what_it_found() {
     let (code, stdout, stderr) = interrupted(dir.path(), libc::SIGTERM);
     assert_eq!(code, Some(143), "{stderr}");
     assert_kept(dir.path(), &stdout, &stderr, "SIGTERM");
+}
+
+#[test]
+fn ctrl_c_ends_an_envelope_with_130_reporting_the_points_run() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    // Ten million seeds a point: the first point is still running when the signal comes.
+    let args = [
+        "envelope",
+        "--scenario",
+        "holder-long-jobs",
+        "--vary",
+        "claim.lifetime_ms=2000..8000",
+        "--seeds",
+        "10000000",
+        "--jobs",
+        "2",
+    ];
+    let (code, stdout, stderr) = interrupted_run(dir.path(), libc::SIGINT, &args);
+    assert_eq!(code, Some(130), "{stdout}{stderr}");
+    assert!(stdout.contains("points run (1):"), "{stdout}");
+    assert!(
+        stdout.contains("interrupted: the points not measured are inferred from fewer points"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("counterexample"), "{stdout}");
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
 }
