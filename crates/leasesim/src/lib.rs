@@ -60,6 +60,14 @@
 //! [`UsageError`], the component traits a system implements, and [`check_system`] for a
 //! system of your own (docs/adding-a-system.md).
 //!
+//! # Timing envelopes
+//!
+//! [`envelope::measure`] maps where a worker's invariants hold as one or two scenario keys
+//! vary (a lease's lifetime, its renewal interval, a store's latency, a pause's length): the
+//! same seeds at each point, a search for the boundary, each point's share with its interval,
+//! and a counterexample at the edge. The command is `leasesim envelope`
+//! (docs/envelopes.md).
+//!
 //! # Features
 //!
 //! None by default: a crate whose only dependency is `leasesim` builds no database client,
@@ -77,7 +85,6 @@ pub mod catalog;
 pub mod choices;
 #[doc(hidden)]
 pub mod detect;
-#[doc(hidden)]
 pub mod envelope;
 #[doc(hidden)]
 pub mod error;

@@ -20,6 +20,33 @@
 //!
 //! Same spec, same envelope: points are run as campaigns (results keyed by seed, whatever
 //! `jobs` is), and the search depends only on the classes found.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use leasesim::envelope::{Axis, Class, EnvelopeSpec, Mark, Search, measure, render};
+//!
+//! // Where does `plain-delete` (a release by key name) delete a rival's claim, as the claim's
+//! // lifetime grows past the longest job (6 s)?
+//! let spec = EnvelopeSpec {
+//!     scenario: leasesim::catalog::resolve_one("holder-long-jobs")?,
+//!     worker: "plain-delete".into(),
+//!     factory: None, // `Some(FactorySource::new(..))` for a worker of your own
+//!     strategy: leasesim::Strategy::Random,
+//!     axes: vec![Axis::parse("claim.lifetime_ms=2000..8000")?],
+//!     resolution: 4,
+//!     start_seed: 0,
+//!     seeds: 20,
+//!     jobs: 1,
+//!     mark: Mark::Violations,
+//!     search: Search::Adaptive,
+//!     seed_timeout_ms: 60_000,
+//! };
+//! let envelope = measure(&spec, &Arc::new(Default::default()), &mut |_| {})?;
+//! assert_eq!(envelope.map.class((0, 0)), Class::Unsafe); // 2 s
+//! assert_eq!(envelope.map.class((3, 0)), Class::Safe); // 8 s
+//! println!("{}", render::text(&envelope));
+//! # Ok::<(), leasesim::UsageError>(())
+//! ```
 
 pub mod axis;
 pub mod html;
