@@ -140,7 +140,23 @@ fn the_seed_replay_line_with_its_settings_breaks_the_same_invariant() {
 #[test]
 fn bad_input_is_refused_with_the_flag_it_came_from_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 11] = [
+        // Keys the system does not have, in each of the loader's words for it.
+        (
+            &["--vary", "latency.renewx=1..10"],
+            "unknown operation `renewx`",
+        ),
+        (
+            &["--vary", "worker.renew_every_ms=100..900"],
+            "unknown key `worker`",
+        ),
+        // A range past a rule at every point: a map of refusals says nothing.
+        (
+            &["--vary", "claim.lifetime_ms=5..20"],
+            "refuses every point of the grid",
+        ),
+        // A whole-number key asked for fractions.
+        (&["--vary", "claim.lifetime_ms=0.5..2.5"], "invalid type"),
         (&["--vary", "claim.lifetime_ms=5..1"], "--vary"),
         (&["--vary", "claim.lifetime_ms"], "--vary"),
         (

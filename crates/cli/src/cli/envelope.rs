@@ -60,8 +60,8 @@ pub struct EnvelopeArgs {
     /// Also write the map as a self-contained HTML page here.
     #[arg(long)]
     html: Option<PathBuf>,
-    /// The most candidate runs the counterexample's shrink may try.
-    #[arg(long, default_value = "2000", value_parser = parse_count)]
+    /// The most candidate runs the counterexample's shrink may try (0: not shrunk).
+    #[arg(long, default_value = "2000")]
     shrink_budget: u64,
     /// Wall-clock time a seed may go without its virtual time moving before it is stopped as
     /// a hang.
@@ -139,6 +139,23 @@ fn spec_of(args: &EnvelopeArgs) -> Result<EnvelopeSpec, UsageError> {
     })
 }
 
+/// The envelope as text or JSON, with its counterexample.
+fn print_envelope(
+    args: &EnvelopeArgs,
+    envelope: &Envelope,
+    counter: Option<(&Counterexample, &Saved)>,
+) {
+    match args.format {
+        EnvelopeFormat::Text => {
+            print!("{}", envelope::render::text(envelope));
+            if let Some((c, saved)) = counter {
+                print!("{}", counterexample_text(envelope, c, saved));
+            }
+        }
+        EnvelopeFormat::Json => println!("{}", json(envelope, counter)),
+    }
+}
+
 pub fn envelope_command(args: EnvelopeArgs) -> Result<i32, UsageError> {
     let spec = spec_of(&args)?;
     let check = leasesim::fuzz::seeds_left(spec.start_seed);
@@ -156,34 +173,32 @@ pub fn envelope_command(args: EnvelopeArgs) -> Result<i32, UsageError> {
     let started = Instant::now();
     let envelope = measure_with_progress(&spec)?;
     let elapsed_s = started.elapsed().as_secs_f64();
-    let counter = if envelope.interrupted {
-        None
+    // After an interrupt the counterexample is the nearest unsafe point's seed, not shrunk.
+    let budget = if envelope.interrupted {
+        0
     } else {
-        envelope::counterexample(&spec, &envelope, args.shrink_budget)
+        args.shrink_budget
     };
-    let saved = match &counter {
-        Some(c) => Some(save_counterexample(&spec, &envelope, c)?),
-        None => None,
+    let counter = envelope::counterexample(&spec, &envelope, budget);
+    let saved = counter
+        .as_ref()
+        .map(|c| save_counterexample(&spec, &envelope, c))
+        .transpose();
+    // What was measured is printed before anything can fail to be written.
+    let (saved, save_error) = match saved {
+        Ok(saved) => (saved, None),
+        Err(err) => (None, Some(err)),
     };
+    print_envelope(&args, &envelope, counter.as_ref().zip(saved.as_ref()));
+    if let Some(err) = save_error {
+        return Err(err);
+    }
     if let Some(path) = &args.html {
         std::fs::write(path, envelope::html::page(&envelope)).map_err(|err| UsageError::File {
             path: path.display().to_string(),
-            why: format!("cannot save the envelope's map: {err}"),
+            why: format!("cannot save the envelope's map (the envelope is printed above): {err}"),
         })?;
-    }
-    match args.format {
-        EnvelopeFormat::Text => {
-            print!("{}", envelope::render::text(&envelope));
-            if let (Some(c), Some(saved)) = (&counter, &saved) {
-                print!("{}", counterexample_text(&envelope, c, saved));
-            }
-            if let Some(path) = &args.html {
-                println!("map written to {}", path.display());
-            }
-        }
-        EnvelopeFormat::Json => {
-            println!("{}", json(&envelope, counter.as_ref().zip(saved.as_ref())));
-        }
+        eprintln!("map written to {}", path.display());
     }
     eprintln!(
         "envelope: {} points run, {} runs in {elapsed_s:.1} s",
@@ -343,6 +358,12 @@ fn counterexample_text(envelope: &Envelope, c: &Counterexample, saved: &Saved) -
         out.push_str(line);
         out.push('\n');
     }
+    if let Mark::Situation(..) = envelope.mark {
+        out.push_str(
+            "  (a situation, not a violation: the replayed run passes its invariants, and its \
+             trace is the run that reached it)\n",
+        );
+    }
     out
 }
 
@@ -388,7 +409,13 @@ fn point_json(envelope: &Envelope, p: &envelope::Point) -> serde_json::Value {
                 .by_outcome
                 .iter()
                 .map(|(name, t)| {
-                    let tally = serde_json::json!({ "seeds": t.seeds, "first_seed": t.first_seed });
+                    let (lo, hi) = envelope::interval(t.seeds, runs.seeds);
+                    let tally = serde_json::json!({
+                        "seeds": t.seeds,
+                        "share": t.seeds as f64 / runs.seeds.max(1) as f64,
+                        "interval": [lo, hi],
+                        "first_seed": t.first_seed,
+                    });
                     (name.clone(), tally)
                 })
                 .collect();
@@ -415,7 +442,11 @@ fn json(envelope: &Envelope, counter: Option<(&Counterexample, &Saved)>) -> serd
             (0..w)
                 .map(|x| {
                     serde_json::json!({
-                        "class": class_name(envelope.map.class((x, y))),
+                        "class": if envelope.known((x, y)) {
+                            class_name(envelope.map.class((x, y)))
+                        } else {
+                            "unknown"
+                        },
                         "measured": envelope.map.was_measured((x, y)),
                     })
                 })

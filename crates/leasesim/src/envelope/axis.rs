@@ -7,8 +7,10 @@
 //! - *shape*: how a value is written: a plain number (`claim.lifetime_ms = 3000`), both ends of
 //!   a range key (`job.duration_ms = [2000, 2000]`: a fixed length), or one end of one
 //!   (`job.duration_ms.max` writes `[500, V]`; the other end follows when it would cross).
-//! - *whole axis*: one whose values are whole numbers (the key holds an integer in the file,
-//!   or, when the file does not have it, `LO` and `HI` are written without a point).
+//! - *whole axis*: one whose values are whole numbers: `LO` and `HI` are written without a
+//!   point and the file, if it has the key, holds whole numbers there. `0.0..1.0` is a
+//!   fractional axis whatever the file holds (a key that takes only whole numbers then
+//!   refuses it, as a mistake in `--vary`).
 
 use std::fmt;
 
@@ -109,8 +111,9 @@ impl AxisValues {
                 flag: "--vary",
                 given: format!("{}={}..{}", axis.key, axis.lo, axis.hi),
                 why: format!(
-                    "a whole-number key needs at least {resolution} distinct values between LO \
-                     and HI at --resolution {resolution}"
+                    "whole numbers need at least {resolution} distinct values between LO and \
+                     HI at --resolution {resolution} (for fractions, write LO or HI with a \
+                     decimal point: 0.0..1.0)"
                 ),
             });
         }
@@ -224,11 +227,11 @@ pub fn shape_in(document: &toml::Table, axis: &Axis) -> Result<(Option<Shape>, b
     if let Some(value) = lookup(document, &axis.key) {
         return match value {
             toml::Value::Array(ends) if ends.len() == 2 => {
-                let whole = ends.iter().all(|e| e.is_integer());
+                let whole = axis.whole_text && ends.iter().all(|e| e.is_integer());
                 Ok((Some(Shape::Range), whole))
             }
             other => match as_number(other) {
-                Some((_, whole)) => Ok((Some(Shape::Number), whole)),
+                Some((_, whole)) => Ok((Some(Shape::Number), whole && axis.whole_text)),
                 None => Err(bad(format!(
                     "the scenario's value there, `{other}`, is not a number"
                 ))),
@@ -258,7 +261,8 @@ pub fn shape_in(document: &toml::Table, axis: &Axis) -> Result<(Option<Shape>, b
             max,
             other,
         };
-        return Ok((Some(shape), whole && ends.iter().all(|e| e.is_integer())));
+        let whole = whole && axis.whole_text && ends.iter().all(|e| e.is_integer());
+        return Ok((Some(shape), whole));
     }
     Ok((None, axis.whole_text))
 }
@@ -344,6 +348,12 @@ mod tests {
             )
         );
         assert_eq!(shape("claim.renew_every_ms").unwrap(), (None, true));
+        // Fractions asked for are fractions, whatever the file holds.
+        let fractional = Axis::parse("claim.lifetime_ms=0..0.5").unwrap();
+        assert_eq!(
+            shape_in(&document, &fractional).unwrap(),
+            (Some(Shape::Number), false)
+        );
         assert!(shape("job.step_ms.max").is_err());
     }
 }

@@ -21,6 +21,8 @@ pub const PALETTE: [&str; 8] = [
 pub const SAFE: &str = "#2ca02c";
 /// The colour of refused cells.
 pub const REFUSED: &str = "#9e9e9e";
+/// The fill of a point an interrupted envelope did not run.
+pub const UNKNOWN: &str = "#ffffff";
 /// A cell's side (px).
 pub const CELL: usize = 60;
 /// The grid's left margin in the SVG (px) with two keys: room for the second key's ticks.
@@ -38,6 +40,9 @@ fn escape(text: &str) -> String {
 }
 
 fn colour(envelope: &Envelope, letters: &[(char, String)], index: Index) -> &'static str {
+    if !envelope.known(index) {
+        return UNKNOWN;
+    }
     match envelope.map.class(index) {
         Class::Safe => SAFE,
         Class::Refused => REFUSED,
@@ -54,6 +59,12 @@ fn colour(envelope: &Envelope, letters: &[(char, String)], index: Index) -> &'st
 /// A cell's text and tooltip.
 fn cell_text(envelope: &Envelope, index: Index) -> (String, String) {
     let values = envelope.values_text(index);
+    if !envelope.known(index) {
+        return (
+            "?".into(),
+            format!("{values}\nnot run: the envelope was interrupted"),
+        );
+    }
     match envelope.point(index).map(|p| &p.result) {
         None => {
             let class = match envelope.map.class(index) {
@@ -256,9 +267,15 @@ pub fn page(envelope: &Envelope) -> String {
         }
     );
     key(envelope, &letters, &mut out);
+    let interrupted = if envelope.interrupted {
+        "<p><strong>Interrupted:</strong> only the points run are drawn (white cells, `?`, were \
+         not run), and the last point run may have run fewer seeds.</p>\n"
+    } else {
+        ""
+    };
     let _ = write!(
         out,
-        "</div>\n<p>{}</p>\n</body></html>\n",
+        "</div>\n{interrupted}<p>{}</p>\n</body></html>\n",
         escape(&cost_line(envelope))
     );
     out

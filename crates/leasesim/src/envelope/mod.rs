@@ -217,7 +217,10 @@ impl EnvelopeSpec {
             return Err(bad("an envelope varies one key or two"));
         }
         if self.axes.len() == 2 && base_key(&self.axes[0].key) == base_key(&self.axes[1].key) {
-            return Err(bad("the two keys must differ"));
+            return Err(bad(
+                "the two keys write the same scenario key (a range's two ends are one key: vary \
+                 one end, or the whole range)",
+            ));
         }
         let document: toml::Table = self
             .scenario
@@ -264,7 +267,9 @@ fn base_key(key: &str) -> &str {
 /// A loader error that says the key or its value's type is wrong (a mistake in `--vary`), not
 /// that the settings are ones no correct worker could pass.
 fn is_mistake(why: &str) -> bool {
-    why.contains("unknown field") || why.contains("invalid type")
+    // `unknown field`, `unknown key`, `unknown operation`, ...: the loader's words for a key
+    // its system does not have.
+    why.contains("unknown ") || why.contains("invalid type")
 }
 
 /// The overrides that make the point at `index`.
@@ -364,6 +369,17 @@ fn scenarios_of(
                 },
             );
         }
+    }
+    // A map of refusals only says nothing: most often the range lies past a rule, or the key
+    // is not what was meant.
+    if let Some(Err(PointResult::Refused { key, why })) = found.first()
+        && found.iter().all(Result::is_err)
+    {
+        return Err(UsageError::BadValue {
+            flag: "--vary",
+            given: key.clone(),
+            why: format!("the scenario loader refuses every point of the grid: {why}"),
+        });
     }
     Ok(found)
 }
@@ -468,6 +484,12 @@ pub fn measure(
 }
 
 impl Envelope {
+    /// Whether the map knows a point's class: measured (or refused), or inferred from a search
+    /// that ran to its end. An interrupted envelope infers nothing.
+    pub fn known(&self, index: Index) -> bool {
+        !self.interrupted || self.map.was_measured(index)
+    }
+
     /// The points that ran seeds (not refused).
     pub fn points_run(&self) -> usize {
         self.points
@@ -530,7 +552,8 @@ impl Envelope {
         for y in 0..h {
             for x in 0..w {
                 for n in [(x + 1, y), (x, y + 1)] {
-                    if n.0 < w && n.1 < h && self.map.class((x, y)) != self.map.class(n) {
+                    let known = n.0 < w && n.1 < h && self.known((x, y)) && self.known(n);
+                    if known && self.map.class((x, y)) != self.map.class(n) {
                         pairs.push(((x, y), n));
                     }
                 }
@@ -573,22 +596,23 @@ pub fn counterexample(
     runner.calibrate();
     let (seed, label) = match spec.mark {
         Mark::Violations => {
-            let seed = runs
-                .first_marked
-                .expect("an unsafe point has a marked seed");
+            let seed = runs.first_marked?;
             let report = runner.run(Feed::Seed(seed), false, false);
-            (
-                seed,
-                report
-                    .invariant()
-                    .map_or_else(|| report.label(), str::to_string),
-            )
+            // A seed marked in the campaign is marked again (a hang the watchdog stopped may
+            // not be: then there is no counterexample to give).
+            if !report.failed() && report.expected().is_empty() {
+                return None;
+            }
+            let label = report
+                .invariant()
+                .map_or_else(|| report.label(), str::to_string);
+            (seed, label)
         }
         Mark::Situation(name, index) => {
-            let seed = (spec.start_seed..spec.start_seed.saturating_add(spec.seeds))
-                .find(|&s| runner.run(Feed::Seed(s), false, false).coverage() >> index & 1 == 1)
-                .expect("an unsafe point has a seed that reached the situation");
-            (seed, name.to_string())
+            let seeds = spec.start_seed..spec.start_seed.saturating_add(runs.seeds);
+            let reached =
+                |s: &u64| runner.run(Feed::Seed(*s), false, false).coverage() >> index & 1 == 1;
+            (seeds.into_iter().find(reached)?, name.to_string())
         }
     };
     let shrunk = match spec.mark {

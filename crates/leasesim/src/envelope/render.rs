@@ -4,7 +4,8 @@
 //! - *map*: one character per grid point, the second axis rising upwards: `o` safe, `.` safe
 //!   and inferred, a capital letter unsafe (the outcome most of its seeds showed, listed
 //!   under the map; `#` for a situation), the same in lower case (or `+`) when inferred, `X`
-//!   refused (every point's refusal is known: none is inferred).
+//!   refused (every point's refusal is known: none is inferred), `?` not run when the
+//!   envelope was interrupted (nothing is inferred then).
 //! - *letters*: the outcomes of the unsafe points, `A` onwards, in name order.
 
 use std::fmt::Write as _;
@@ -54,6 +55,9 @@ pub fn outcome_at(envelope: &Envelope, index: Index) -> Option<String> {
 
 /// The map character of a point (see the module docs).
 pub fn map_char(envelope: &Envelope, letters: &[(char, String)], index: Index) -> char {
+    if !envelope.known(index) {
+        return '?';
+    }
     let measured = envelope.map.was_measured(index);
     let c = match envelope.map.class(index) {
         Class::Safe => return if measured { 'o' } else { '.' },
@@ -72,6 +76,22 @@ pub fn map_char(envelope: &Envelope, letters: &[(char, String)], index: Index) -
         // invariant: refusals are checked at every point, never inferred.
         (false, 'X') => unreachable!("a refused point is always known"),
         (false, c) => c.to_ascii_lowercase(),
+    }
+}
+
+/// `k` of `n` seeds as the table prints it: `12.5 % (8.6-17.8 %)` with its 95 % interval, or
+/// the rule of three's bound when `k` is 0: `p < 3/200 = 1.5 %`.
+pub fn share_text(k: u64, n: u64) -> String {
+    let (lo, hi) = super::interval(k, n);
+    if k == 0 {
+        format!("p < 3/{n} = {}", percent(hi))
+    } else {
+        format!(
+            "{} ({}-{})",
+            percent(k as f64 / n.max(1) as f64),
+            percent(lo),
+            percent(hi)
+        )
     }
 }
 
@@ -146,6 +166,9 @@ fn map(envelope: &Envelope, out: &mut String) {
     } else {
         legend.push_str("  A-Z unsafe, by the outcome most seeds showed (lower case: inferred)");
     }
+    if envelope.interrupted {
+        legend.push_str("  ? not run (interrupted)");
+    }
     let _ = writeln!(out, "{legend}");
     for (letter, outcome) in &letters {
         let _ = writeln!(out, "  {letter}  {outcome}");
@@ -174,7 +197,7 @@ fn points(envelope: &Envelope, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "{head}  {:>6}  {:>6}  {:<24}  outcomes",
+        "{head}  {:>6}  {:>6}  {:<24}  by outcome: seeds that broke it first, share (95 % interval)",
         "seeds", "marked", "share (95 % interval)"
     );
     for point in &envelope.points {
@@ -190,21 +213,11 @@ fn points(envelope: &Envelope, out: &mut String) {
         match &point.result {
             PointResult::Refused { .. } => continue,
             PointResult::Ran(runs) => {
-                let (lo, hi) = runs.interval();
-                let share = if runs.marked == 0 {
-                    format!("p < {}", percent(hi))
-                } else {
-                    format!(
-                        "{} ({}-{})",
-                        percent(runs.share()),
-                        percent(lo),
-                        percent(hi)
-                    )
-                };
+                let share = share_text(runs.marked, runs.seeds);
                 let outcomes: Vec<String> = runs
                     .by_outcome
                     .iter()
-                    .map(|(name, t)| format!("{name} {}", t.seeds))
+                    .map(|(name, t)| format!("{name} {}", share_text(t.seeds, runs.seeds)))
                     .collect();
                 let outcomes = if outcomes.is_empty() {
                     "-".to_string()
@@ -269,7 +282,7 @@ pub fn text(envelope: &Envelope) -> String {
     out.push_str(&cost_line(envelope));
     out.push('\n');
     if envelope.interrupted {
-        out.push_str("interrupted: the points not measured are inferred from fewer points\n");
+        out.push_str("interrupted: the map shows the points run (`?`: not run); the last point may have run fewer seeds\n");
     }
     out
 }

@@ -347,36 +347,44 @@ pub fn search(
 }
 
 /// Gives every unmeasured point the class of its nearest measured one that is not refused (a
-/// breadth-first flood from those points in index order, around refused points; a point
-/// only refused points surround takes the nearest class of any).
+/// breadth-first flood from those points in index order; it crosses refused points without
+/// giving them its class, so a point walled in by refusals still takes the nearest class run).
 fn infer(width: usize, height: usize, found: &[Option<Class>], measured: Vec<Index>) -> ClassMap {
     let mut cells: Vec<Option<(Class, bool)>> =
         found.iter().map(|c| c.map(|c| (c, true))).collect();
-    for pass_refused in [false, true] {
-        let mut queue: VecDeque<Index> = (0..height)
-            .flat_map(|y| (0..width).map(move |x| (x, y)))
-            .filter(|&(x, y)| {
-                cells[y * width + x].is_some_and(|(c, _)| pass_refused || c != Class::Refused)
-            })
-            .collect();
-        while let Some(point) = queue.pop_front() {
-            let (class, _) = cells[point.1 * width + point.0].expect("queued points have a class");
-            for (x, y) in neighbours(width, height, point) {
-                if cells[y * width + x].is_none() {
-                    cells[y * width + x] = Some((class, false));
-                    queue.push_back((x, y));
-                }
+    let mut reached: Vec<bool> = found
+        .iter()
+        .map(|c| c.is_some_and(|c| c != Class::Refused))
+        .collect();
+    let mut queue: VecDeque<(Index, Class)> = (0..height)
+        .flat_map(|y| (0..width).map(move |x| (x, y)))
+        .filter_map(|(x, y)| match found[y * width + x] {
+            Some(class) if class != Class::Refused => Some(((x, y), class)),
+            _ => None,
+        })
+        .collect();
+    while let Some((point, class)) = queue.pop_front() {
+        for (x, y) in neighbours(width, height, point) {
+            let slot = y * width + x;
+            if reached[slot] {
+                continue;
             }
+            reached[slot] = true;
+            if cells[slot].is_none() {
+                cells[slot] = Some((class, false));
+            }
+            queue.push_back(((x, y), class));
         }
     }
-    // invariant: only the points the loader refuses are refused.
+    // invariant: a point is refused exactly when the loader refused it.
     debug_assert!(
         cells
             .iter()
             .zip(found)
-            .all(|(c, f)| c.is_none_or(|(c, m)| m || c != Class::Refused) || f.is_none())
+            .all(|(c, f)| (c.map(|(c, _)| c) == Some(Class::Refused))
+                == (*f == Some(Class::Refused)))
     );
-    // A search stopped before its first point leaves nothing to infer from.
+    // A search stopped before its first run leaves nothing to infer from.
     let cells = cells
         .into_iter()
         .map(|c| c.unwrap_or((Class::Safe, false)))
@@ -484,6 +492,19 @@ mod tests {
             let map = run(width, height, Search::Adaptive, truth);
             assert_eq!(wrong_points(&map, truth), 0, "{width}: {map:?}");
         }
+    }
+
+    #[test]
+    fn a_point_walled_in_by_refusals_takes_the_nearest_class_run_not_refused() {
+        // A ring of refused points around (2, 2), which no lattice segment reaches.
+        let ring = |x: usize, y: usize| {
+            let on_ring = (1..=3).contains(&x) && (1..=3).contains(&y) && (x, y) != (2, 2);
+            if on_ring { Class::Refused } else { Class::Safe }
+        };
+        let map = run(10, 10, Search::Adaptive, ring);
+        assert_eq!(map.class((2, 2)), Class::Safe);
+        assert!(!map.was_measured((2, 2)));
+        assert_eq!(wrong_points(&map, ring), 0);
     }
 
     #[test]
