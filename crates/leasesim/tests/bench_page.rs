@@ -125,6 +125,9 @@ fn fixture(quick: bool) -> Measured {
             agrees: true,
             unsafe_points: 0,
         }],
+        peers: Some(
+            "| row | leasesim | madsim |\n|---|---:|---:|\n| runs/s | 1 | 1 |\n".to_string(),
+        ),
     }
 }
 
@@ -170,11 +173,17 @@ fn every_table_says_what_it_measures_and_what_a_block_is() {
             "## Scaling: cost per event as a scenario grows",
             "## Peak memory",
             "## Envelopes",
+            "## Side by side with madsim and turmoil",
         ]
     );
+    // The peers' section is the peers' script's own page, copied as it is.
+    let (ours, peers) = text
+        .split_once("\n## Side by side with madsim and turmoil\n")
+        .expect("the peers' section");
+    assert!(peers.contains("| runs/s | 1 | 1 |"), "{peers}");
     // Each table (a header row followed by its separator) is preceded by a paragraph that
     // says what it measures and what its block is.
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = ours.lines().collect();
     let tables: Vec<usize> = (1..lines.len())
         .filter(|&i| lines[i].starts_with("|---") && !lines[i - 1].starts_with("| run |"))
         .collect();

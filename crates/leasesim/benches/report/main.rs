@@ -250,6 +250,7 @@ fn measure_page(plan: &Plan, args: &Args, root: &Path) -> String {
         scaling_block_s: plan.scaling.block_s,
         memory,
         envelopes,
+        peers: std::fs::read_to_string(root.join("crates/peers/figures.md")).ok(),
     })
 }
 

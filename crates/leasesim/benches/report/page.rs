@@ -181,6 +181,9 @@ pub struct Measured {
     pub scaling_block_s: f64,
     pub memory: Vec<MemoryFigure>,
     pub envelopes: Vec<EnvelopeFigure>,
+    /// The side-by-side with madsim and turmoil, as `crates/peers/run.sh` wrote it (its own
+    /// command, commit and machine), if it was run.
+    pub peers: Option<String>,
 }
 
 /// The whole page.
@@ -193,7 +196,29 @@ pub fn render(measured: &Measured) -> String {
     scaling(&mut page, &measured.scaling, measured.scaling_block_s);
     memory(&mut page, &measured.memory);
     envelopes(&mut page, &measured.envelopes);
+    peers(&mut page, measured.peers.as_deref());
     page
+}
+
+/// The peers' section: `crates/peers/figures.md` as the peers' script wrote it.
+fn peers(page: &mut String, figures: Option<&str>) {
+    page.push_str("\n## Side by side with madsim and turmoil\n\n");
+    match figures {
+        Some(text) => {
+            page.push_str(
+                "The same system (holder-lock) under leasesim, madsim and turmoil, measured by \
+                 its own command (`crates/peers/run.sh`, which builds each peer in its own \
+                 target directory) and copied here from `crates/peers/figures.md`, with the \
+                 commit and machine it ran on.\n\n",
+            );
+            page.push_str(text.trim_end());
+            page.push('\n');
+        }
+        None => page.push_str(
+            "Not measured yet: `crates/peers/run.sh` writes `crates/peers/figures.md`, which \
+             this page copies.\n",
+        ),
+    }
 }
 
 fn header(page: &mut String, h: &Header) {
