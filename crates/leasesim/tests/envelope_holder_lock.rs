@@ -165,3 +165,34 @@ fn the_same_envelope_twice_is_the_same_and_jobs_do_not_change_it() {
     assert_eq!(first, second);
     assert!(first.contains("runs: "), "{first}");
 }
+
+#[test]
+fn a_worker_of_your_own_maps_as_the_builtin_it_wraps() {
+    use leasesim::holder_lock::{HolderLock, WorkerFactory, correct_worker_of};
+    use std::rc::Rc;
+    let axes = ["claim.lifetime_ms=2000..8000"];
+    let builtin = run(&spec(
+        "holder-long-jobs",
+        "correct",
+        &axes,
+        5,
+        20,
+        overlap(),
+    ));
+    let mut own = spec("holder-long-jobs", "mine", &axes, 5, 20, overlap());
+    own.factory = Some(leasesim::fuzz::FactorySource::new::<HolderLock>(|| {
+        let factory: Rc<WorkerFactory> = Rc::new(|ports| {
+            Rc::new(correct_worker_of(ports)) as Rc<leasesim::WorkerOf<HolderLock>>
+        });
+        factory
+    }));
+    let mine = run(&own);
+    assert_eq!(mine.worker, "mine");
+    assert_eq!(mine.map, builtin.map);
+    assert_eq!(mine.points, builtin.points);
+    assert!(
+        mine.map.cells.iter().any(|(c, _)| *c == Class::Unsafe),
+        "{:?}",
+        mine.map
+    );
+}
