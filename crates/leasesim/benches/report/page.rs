@@ -211,7 +211,13 @@ fn peers(page: &mut String, figures: Option<&str>) {
                  target directory) and copied here from `crates/peers/figures.md`, with the \
                  commit and machine it ran on.\n\n",
             );
-            page.push_str(text.trim_end());
+            // The file's own heading is this section's.
+            let text = text.trim_start();
+            let body = match text.strip_prefix("## ") {
+                Some(headed) => headed.split_once('\n').map_or("", |(_, body)| body),
+                None => text,
+            };
+            page.push_str(body.trim());
             page.push('\n');
         }
         None => page.push_str(

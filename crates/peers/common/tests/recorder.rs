@@ -1,0 +1,159 @@
+//! The shared pieces against what they stand for: the workload against the builtin scenario
+//! it is taken from, and the recorder's verdicts against hand-written histories.
+
+use leasesim_events::ReplicaId;
+use leasesim_holder_lock::events::{EndKind, Key, Note, Op, ReleaseKind, Request};
+use leasesim_holder_lock::load_scenario;
+use peers_common::recorder::{Recorder, StoreNode};
+use peers_common::workload;
+
+const R1: ReplicaId = ReplicaId(0);
+const R2: ReplicaId = ReplicaId(1);
+
+#[test]
+fn the_workload_is_the_builtin_scenario() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../scenarios/holder-lock/holder-long-jobs.toml"
+    );
+    let scenario = load_scenario(std::path::Path::new(path)).expect("the builtin scenario");
+    assert_eq!(scenario.name, workload::SCENARIO);
+    assert_eq!(scenario.replicas, workload::REPLICAS);
+    assert_eq!(scenario.duration_ms, workload::SAFETY_MS);
+    assert_eq!(scenario.liveness_ms, workload::LIVENESS_MS);
+    assert_eq!(scenario.settings.claim, workload::claim());
+    assert_eq!(
+        scenario.settings.attempt_bound_ms,
+        workload::ATTEMPT_BOUND_MS
+    );
+    let every = scenario.schedule.run_every_ms;
+    assert_eq!((every.min, every.max), workload::RUN_EVERY_MS);
+    let job = &scenario.settings.job;
+    assert_eq!((job.duration_ms.min, job.duration_ms.max), workload::JOB_MS);
+    let long = job.long_duration_ms;
+    assert_eq!((long.min, long.max), workload::LONG_JOB_MS);
+    assert_eq!(job.long_share.get(), workload::LONG_SHARE);
+    assert_eq!(job.step_ms.get(), workload::STEP_MS);
+    for &op in [Op::Create, Op::DeleteIfHolder].iter() {
+        let latency = scenario.latency.get(op);
+        assert_eq!((latency.min, latency.max), workload::LATENCY_MS, "{op:?}");
+    }
+}
+
+/// `replica` sends `request` at `at_ms`, the store applies it 1 ms later, the answer lands
+/// 1 ms after that.
+fn call(
+    recorder: &Recorder,
+    store: &mut StoreNode,
+    replica: ReplicaId,
+    request: Request,
+    at_ms: u64,
+) {
+    let call = recorder.call(replica, request, at_ms);
+    let answer = store.apply(replica, call, request, at_ms + 1);
+    recorder.answered(replica, call, request.op(), answer, at_ms + 2);
+}
+
+fn create(token: u64) -> Request {
+    Request::Create {
+        key: Key::Claim,
+        token,
+        lifetime_ms: workload::LIFETIME_MS,
+    }
+}
+
+/// r1 claims at 100 ms and runs a job past its claim's end; r2 claims at 3,500 ms; r1's
+/// release at 4,000 ms is `release`.
+fn story(release: Request) -> Option<String> {
+    let recorder = Recorder::new(false);
+    let mut store = StoreNode::new(recorder.clone());
+    recorder.note(R1, Note::AttemptStarted { attempt: 1 }, 100);
+    call(&recorder, &mut store, R1, create(1 << 32 | 1), 100);
+    recorder.note(
+        R1,
+        Note::JobStarted {
+            duration_ms: 3_800,
+            steps: 1,
+        },
+        102,
+    );
+    recorder.note(R2, Note::AttemptStarted { attempt: 1 }, 3_500);
+    call(&recorder, &mut store, R2, create(2 << 32 | 2), 3_500);
+    recorder.note(
+        R2,
+        Note::JobStarted {
+            duration_ms: 500,
+            steps: 1,
+        },
+        3_502,
+    );
+    recorder.note(R1, Note::JobStep { step: 1 }, 3_902);
+    recorder.note(R1, Note::JobFinished { steps: 1 }, 3_902);
+    call(&recorder, &mut store, R1, release, 4_000);
+    // Only what the checkers found by the release: the story stops there (no attempt ends).
+    let by_the_release = recorder.violated();
+    let verdict = recorder.finish(4_002);
+    by_the_release.then_some(verdict.violation).flatten()
+}
+
+#[test]
+fn a_plain_delete_of_a_rivals_claim_is_judged_a_violation() {
+    let violation = story(Request::Delete { key: Key::Claim }).expect("a violation");
+    assert!(violation.starts_with("delete-own-claim"), "{violation}");
+}
+
+#[test]
+fn a_conditional_release_of_a_claim_gone_is_no_violation_yet() {
+    assert_eq!(
+        story(Request::DeleteIfHolder {
+            key: Key::Claim,
+            token: 1 << 32 | 1
+        }),
+        None
+    );
+}
+
+#[test]
+fn a_finished_history_passes_and_hashes_the_same_twice() {
+    let run = || {
+        let recorder = Recorder::new(false);
+        let mut store = StoreNode::new(recorder.clone());
+        recorder.note(R1, Note::AttemptStarted { attempt: 1 }, 100);
+        call(&recorder, &mut store, R1, create(1 << 32 | 1), 100);
+        recorder.note(
+            R1,
+            Note::JobStarted {
+                duration_ms: 500,
+                steps: 1,
+            },
+            102,
+        );
+        recorder.note(R1, Note::JobStep { step: 1 }, 602);
+        recorder.note(R1, Note::JobFinished { steps: 1 }, 602);
+        let release = Request::DeleteIfHolder {
+            key: Key::Claim,
+            token: 1 << 32 | 1,
+        };
+        call(&recorder, &mut store, R1, release, 602);
+        let ended = Note::AttemptEnded {
+            attempt: 1,
+            end: EndKind::JobDone,
+            release: ReleaseKind::Deleted,
+            claims_gone: 0,
+            renewals: 0,
+        };
+        recorder.note(R1, ended, 604);
+        for replica in 0..workload::REPLICAS {
+            recorder.stop_called(ReplicaId(replica), workload::STOP_AT_MS);
+            recorder.stop_resolved(ReplicaId(replica), workload::STOP_AT_MS);
+        }
+        recorder.finish(workload::STOP_AT_MS)
+    };
+    let (first, second) = (run(), run());
+    assert_eq!(first.violation, None);
+    assert_eq!(first.trace_hash, second.trace_hash);
+    // 17 reported (an attempt's start and end, two calls of three events each, the job's
+    // three notes, three stops called and returned) and four phases (safety, liveness,
+    // shutdown, end).
+    assert_eq!(first.events, 21);
+}

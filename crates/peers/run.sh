@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The holder-lock side-by-side in one command: builds and measures the leasesim side, turmoil
+# and madsim (each in its own workspace and target directory), then writes figures.md.
+#
+#   crates/peers/run.sh                 # the figures (a few minutes on 2 cores)
+#   PEERS_QUICK=1 crates/peers/run.sh   # a smoke run: tiny plan (CI)
+#
+# A peer whose crate does not exist is skipped, and the page says so.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+out="$here/out"
+mkdir -p "$out"
+
+# --correct-s: CPU seconds (and at least --correct-runs runs) of the correct worker's rate;
+# --budget-s: CPU seconds one defective worker's search may take before its remaining ranges
+# are left out (what matters for a worker no side finds in this workload).
+if [[ "${PEERS_QUICK:-0}" == 1 ]]; then
+    plan=(--ranges 3 --cap 20 --correct-runs 3 --correct-s 0.5 --budget-s 2)
+else
+    plan=(--ranges "${PEERS_RANGES:-30}" --cap "${PEERS_CAP:-2000}" --correct-runs 3 \
+          --correct-s "${PEERS_CORRECT_S:-8}" --budget-s "${PEERS_BUDGET_S:-15}")
+fi
+
+jsons=()
+skipped=()
+
+# build_and_measure NAME DIR BINARY [extra env...]
+build_and_measure() {
+    local name="$1" dir="$2" binary="$3"
+    shift 3
+    if [[ ! -f "$dir/Cargo.toml" ]]; then
+        echo "run.sh: skipping $name: $dir/Cargo.toml does not exist" >&2
+        skipped+=("$name (no crate at ${dir#"$root"/})")
+        return
+    fi
+    echo "run.sh: building $name" >&2
+    (cd "$dir" && env "$@" CARGO_TARGET_DIR="$dir/target" cargo build --release -q)
+    echo "run.sh: measuring $name" >&2
+    "$dir/target/release/$binary" measure --out "$out/$name.json" "${plan[@]}"
+    jsons+=("$out/$name.json")
+}
+
+build_and_measure leasesim "$here/leasesim" peers-leasesim
+build_and_measure turmoil "$here/turmoil" peers-turmoil
+build_and_measure madsim "$here/madsim" peer-madsim RUSTFLAGS="--cfg madsim"
+
+commit="$(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- . || echo ' (with uncommitted changes)')"
+cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+{
+    echo "## Side by side: leasesim, madsim, turmoil (holder-lock)"
+    echo
+    echo "Measured by \`crates/peers/run.sh\` (plan: \`${plan[*]}\`) at commit $commit on"
+    echo "$(date -u +%Y-%m-%d), one machine: $(nproc) cores, $cpu; every side's release profile."
+    echo "Every side runs the workload of \`holder-long-jobs\` (three replicas, a 3 s claim never"
+    echo "renewed, jobs of 0.8-1.6 s or, 30 %, 3.6-6 s in 500 ms steps, attempts every 50-1000 ms,"
+    echo "store calls 1-5 ms each way, 30 s of safety then 20 s of liveness, then every replica"
+    echo "stopped) with the production core \`holder-lock-worker\` unchanged and the system's"
+    echo "defective workers, judged by the system's own checkers; a run ends at its first violation."
+    echo "CPU seconds are the process's (\`CLOCK_PROCESS_CPUTIME_ID\`); medians and p90s are over"
+    echo "the seed ranges where the worker was found (range r = seeds r*1,000,000..). The advantage"
+    echo "is leasesim's rate over the peer's, or the peer's cost over leasesim's: above 1, leasesim"
+    echo "is ahead."
+    echo
+    if ((${#skipped[@]})); then
+        echo "Not measured: ${skipped[*]}."
+        echo
+    fi
+    "$here/leasesim/target/release/peers-leasesim" figures "${jsons[@]}"
+} > "$here/figures.md"
+echo "run.sh: wrote $here/figures.md" >&2
