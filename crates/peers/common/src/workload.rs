@@ -1,7 +1,18 @@
-//! The one holder-lock setting every side runs: the builtin scenario `holder-long-jobs`
-//! (scenarios/holder-lock/holder-long-jobs.toml), as constants.
+//! The holder-lock settings the sides run: the builtin scenario `holder-long-jobs`
+//! (scenarios/holder-lock/holder-long-jobs.toml, the constants below and [`LONG_JOBS`]), and
+//! `holder-slow-release` with lost replies ([`SLOW_RELEASE`]).
 //!
 //! Terminology:
+//! - *workload*: [`Workload`], one setting: its scenario, claim, jobs, gaps, latency and
+//!   faults. A process measures one; [`select`] picks it once (the command line's
+//!   `--workload`), [`current`] is the one picked ([`LONG_JOBS`] unless another was).
+//! - *slow operation*: an operation whose legs take [`Workload::slow_ms`] instead of
+//!   [`LATENCY_MS`] (`holder-slow-release`: `delete_if_holder`, `get`, `delete`, `set`).
+//! - *lost reply*: the store applied the call, its reply never arrives; the caller's
+//!   [`CALL_TIMEOUT_MS`] answers `Timeout`.
+//! - *pause ticker*: per replica, every [`Pauses::every_ms`] in the safety phase, with
+//!   probability [`Pauses::probability`], the replica's process stops for
+//!   [`Pauses::duration_ms`] (leasesim's `[faults.pause]`).
 //! - *safety phase*: the first [`SAFETY_MS`] of virtual time; *liveness phase*: the next
 //!   [`LIVENESS_MS`]; then every replica is stopped ([`STOP_AT_MS`]) and the run ends once
 //!   every stop returned and every driver ended.
@@ -9,6 +20,8 @@
 //!   [`RUN_EVERY_MS`].
 //! - *job*: drawn like the simulated job: usually [`JOB_MS`], with probability
 //!   [`LONG_SHARE`] [`LONG_JOB_MS`], in steps of [`STEP_MS`] (the last one shorter).
+
+use std::sync::OnceLock;
 
 use holder_lock_worker::ClaimConfig;
 use leasesim_holder_lock::events::CLAIM_KEY;
@@ -36,25 +49,161 @@ pub const CALL_TIMEOUT_MS: u64 = 1_000;
 /// The checkers' bound on an attempt once faults heal (the scenario's default).
 pub const ATTEMPT_BOUND_MS: u64 = 30_000;
 
-/// The claim every worker is configured with: never renewed.
-pub fn claim() -> ClaimConfig {
-    ClaimConfig {
-        key: CLAIM_KEY.to_string(),
-        lifetime_ms: LIFETIME_MS,
-        renew_every_ms: None,
+/// Process pauses (leasesim's `[faults.pause]`), safety phase only.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pauses {
+    pub probability: f64,
+    pub every_ms: (u64, u64),
+    pub duration_ms: (u64, u64),
+}
+
+/// One holder-lock setting (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Workload {
+    /// The name `--workload` takes and the figures carry.
+    pub name: &'static str,
+    /// The builtin scenario it is taken from (the leasesim side runs it).
+    pub scenario: &'static str,
+    /// leasesim overrides on the scenario (`KEY = VALUE`), the faults the file lacks.
+    pub overrides: &'static [(&'static str, f64)],
+    /// What the table's heading says of its faults.
+    pub faults: &'static str,
+    pub lifetime_ms: u64,
+    pub renew_every_ms: Option<u64>,
+    pub job_ms: (u64, u64),
+    pub long_job_ms: (u64, u64),
+    pub long_share: f64,
+    pub step_ms: u64,
+    pub run_every_ms: (u64, u64),
+    /// The legs of slow operations (`None`: every operation takes [`LATENCY_MS`]).
+    pub slow_ms: Option<(u64, u64)>,
+    /// Share of the store's replies lost.
+    pub reply_lost: f64,
+    pub pauses: Option<Pauses>,
+    /// The defective workers measured (`None`: every one).
+    pub workers: Option<&'static [&'static str]>,
+}
+
+/// `holder-long-jobs`: latency only, every defective worker.
+pub const LONG_JOBS: Workload = Workload {
+    name: SCENARIO,
+    scenario: SCENARIO,
+    overrides: &[],
+    faults: "latency only",
+    lifetime_ms: LIFETIME_MS,
+    renew_every_ms: None,
+    job_ms: JOB_MS,
+    long_job_ms: LONG_JOB_MS,
+    long_share: LONG_SHARE,
+    step_ms: STEP_MS,
+    run_every_ms: RUN_EVERY_MS,
+    slow_ms: None,
+    reply_lost: 0.0,
+    pauses: None,
+    workers: None,
+};
+
+/// The operations `holder-slow-release` slows, by `Op` name.
+pub const SLOW_OPS: [&str; 4] = ["delete_if_holder", "get", "delete", "set"];
+
+/// `holder-slow-release` with 2 % of every operation's replies lost: the three defective
+/// workers `holder-long-jobs` does not catch.
+pub const SLOW_RELEASE: Workload = Workload {
+    name: "holder-slow-release+lost-replies",
+    scenario: "holder-slow-release",
+    overrides: &[
+        ("faults.reply_lost.create", 0.02),
+        ("faults.reply_lost.renew", 0.02),
+        ("faults.reply_lost.delete_if_holder", 0.02),
+        ("faults.reply_lost.get", 0.02),
+        ("faults.reply_lost.delete", 0.02),
+        ("faults.reply_lost.set", 0.02),
+    ],
+    faults: "latency (create, renew 1-5 ms a leg; delete_if_holder, get, delete, set \
+             20-400 ms a leg), 2 % of replies lost, process pauses (each replica every \
+             0.5-2 s with probability 0.5, for 1.5-5 s, safety phase only)",
+    lifetime_ms: 2_000,
+    renew_every_ms: Some(500),
+    job_ms: (600, 2_500),
+    long_job_ms: (600, 2_500),
+    long_share: 0.0,
+    step_ms: 500,
+    run_every_ms: (50, 1_000),
+    slow_ms: Some((20, 400)),
+    reply_lost: 0.02,
+    pauses: Some(Pauses {
+        probability: 0.5,
+        every_ms: (500, 2_000),
+        duration_ms: (1_500, 5_000),
+    }),
+    workers: Some(&["read-then-delete", "side-key", "trust-from-answer"]),
+};
+
+/// Every workload, by name.
+pub const WORKLOADS: [Workload; 2] = [LONG_JOBS, SLOW_RELEASE];
+
+static CURRENT: OnceLock<Workload> = OnceLock::new();
+
+/// Picks the workload called `name` for this process (once; before any run).
+pub fn select(name: &str) -> Result<Workload, String> {
+    let workload = WORKLOADS
+        .into_iter()
+        .find(|w| w.name == name)
+        .ok_or_else(|| format!("no workload `{name}` ({LONG_JOBS_NAME}, {SLOW_NAME})"))?;
+    let chosen = *CURRENT.get_or_init(|| workload);
+    match chosen == workload {
+        true => Ok(workload),
+        false => Err(format!("the workload is already {}", chosen.name)),
     }
 }
 
-/// A job's steps, by length (they add up to the drawn length).
+const LONG_JOBS_NAME: &str = LONG_JOBS.name;
+const SLOW_NAME: &str = SLOW_RELEASE.name;
+
+/// The workload of this process ([`LONG_JOBS`] unless [`select`] picked another).
+pub fn current() -> &'static Workload {
+    CURRENT.get_or_init(|| LONG_JOBS)
+}
+
+impl Workload {
+    /// The claim every worker is configured with.
+    pub fn claim(&self) -> ClaimConfig {
+        ClaimConfig {
+            key: CLAIM_KEY.to_string(),
+            lifetime_ms: self.lifetime_ms,
+            renew_every_ms: self.renew_every_ms,
+        }
+    }
+
+    /// One leg of operation `op` (its `Op` name): its network part is the peer's own
+    /// [`LATENCY_MS`]; this is what a slow operation adds to reach [`Workload::slow_ms`].
+    pub fn extra_leg_ms(&self, op: &str, rng: &mut Rng) -> u64 {
+        match self.slow_ms {
+            Some((min, max)) if SLOW_OPS.contains(&op) => {
+                rng.range(min, max).saturating_sub(rng.range(LATENCY_MS.0, LATENCY_MS.1))
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// The claim of the current workload.
+pub fn claim() -> ClaimConfig {
+    current().claim()
+}
+
+/// A job's steps, by length (they add up to the drawn length), as the current workload draws.
 pub fn draw_job(rng: &mut Rng) -> Vec<u64> {
-    let (min, max) = match rng.coin(LONG_SHARE) {
-        true => LONG_JOB_MS,
-        false => JOB_MS,
+    let workload = current();
+    let (min, max) = match rng.coin(workload.long_share) {
+        true => workload.long_job_ms,
+        false => workload.job_ms,
     };
+    let step_ms = workload.step_ms;
     let duration_ms = rng.range(min, max).max(1);
-    let mut steps = vec![STEP_MS; usize::try_from(duration_ms / STEP_MS).unwrap_or(0)];
-    if !duration_ms.is_multiple_of(STEP_MS) {
-        steps.push(duration_ms % STEP_MS);
+    let mut steps = vec![step_ms; usize::try_from(duration_ms / step_ms).unwrap_or(0)];
+    if !duration_ms.is_multiple_of(step_ms) {
+        steps.push(duration_ms % step_ms);
     }
     steps
 }
