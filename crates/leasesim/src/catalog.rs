@@ -219,6 +219,20 @@ pub fn scenario_ref(scenario: &dyn AnyScenario) -> String {
 }
 
 /// The copy-paste command that replays one seed: exactly
+/// `text` as one shell word: as it is when it holds only letters, digits and `_-./:=,+@`
+/// (every builtin name and most paths), else single-quoted.
+pub fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:=,+@".contains(c));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 /// `leasesim replay --scenario NAME --seed S --worker NAME`, plus `--strategy S` when the
 /// strategy is not the default (random).
 pub fn replay_line(
@@ -228,6 +242,7 @@ pub fn replay_line(
     strategy: leasesim_rt::Strategy,
 ) -> String {
     let command = installed().command_name();
+    let scenario = shell_word(scenario);
     let mut line =
         format!("{command} replay --scenario {scenario} --seed {seed} --worker {worker}");
     if strategy != leasesim_rt::Strategy::Random {
@@ -246,6 +261,25 @@ mod tests {
             .split_once("valid: ")
             .expect("a list of valid names");
         names.trim().split(", ").collect()
+    }
+
+    #[test]
+    fn a_scenario_path_a_shell_would_split_is_quoted_in_a_replay_line() {
+        assert_eq!(
+            shell_word("scenarios/retention/steady.toml"),
+            "scenarios/retention/steady.toml"
+        );
+        assert_eq!(shell_word("my runs/it's.toml"), "'my runs/it'\\''s.toml'");
+        let line = replay_line(
+            "my runs/a.toml",
+            3,
+            "correct",
+            leasesim_rt::Strategy::Random,
+        );
+        assert!(
+            line.contains("--scenario 'my runs/a.toml' --seed 3"),
+            "{line}"
+        );
     }
 
     #[test]

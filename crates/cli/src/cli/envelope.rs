@@ -257,7 +257,8 @@ fn replay_parts(spec: &EnvelopeSpec) -> (String, &'static str, String) {
         other => format!(" --strategy {other}"),
     };
     let command = leasesim::registry::installed().command_name();
-    (scenario_ref(spec.scenario.as_ref()), command, strategy)
+    let reference = leasesim::catalog::shell_word(&scenario_ref(spec.scenario.as_ref()));
+    (reference, command, strategy)
 }
 
 fn save_counterexample(
@@ -300,7 +301,7 @@ fn save_counterexample(
         overrides.set(&o.key, o.value.clone());
     }
     let mut header = vec![
-        format!("scenario: {reference}"),
+        format!("scenario: {}", scenario_ref(spec.scenario.as_ref())),
         format!("worker: {}", spec.worker),
         format!("strategy: {}", spec.strategy),
         format!(
