@@ -16,14 +16,21 @@ mkdir -p "$out"
 # --correct-s: CPU seconds (and at least --correct-runs runs) of the correct worker's rate;
 # --budget-s: CPU seconds one defective worker's search may take before its remaining ranges
 # are left out (what matters for a worker no side finds in this workload).
+# plan2: the second workload (holder-slow-release with lost replies and pauses: the three
+# defective workers the first cannot catch, and the correct worker under those faults).
+second="holder-slow-release+lost-replies"
 if [[ "${PEERS_QUICK:-0}" == 1 ]]; then
     plan=(--ranges 3 --cap 20 --correct-runs 3 --correct-s 0.5 --budget-s 2)
+    plan2=(--ranges 2 --cap 5 --correct-runs 2 --correct-s 0.3 --budget-s 1)
 else
     plan=(--ranges "${PEERS_RANGES:-30}" --cap "${PEERS_CAP:-2000}" --correct-runs 3 \
           --correct-s "${PEERS_CORRECT_S:-8}" --budget-s "${PEERS_BUDGET_S:-15}")
+    plan2=(--ranges "${PEERS_RANGES2:-30}" --cap "${PEERS_CAP2:-500}" --correct-runs 3 \
+           --correct-s "${PEERS_CORRECT2_S:-8}" --budget-s "${PEERS_BUDGET2_S:-12}")
 fi
 
 jsons=()
+jsons2=()
 skipped=()
 
 # build_and_measure NAME DIR BINARY [extra env...]
@@ -40,6 +47,10 @@ build_and_measure() {
     echo "run.sh: measuring $name" >&2
     "$dir/target/release/$binary" measure --out "$out/$name.json" "${plan[@]}"
     jsons+=("$out/$name.json")
+    echo "run.sh: measuring $name on $second" >&2
+    "$dir/target/release/$binary" measure --workload "$second" --out "$out/$name-2.json" \
+        "${plan2[@]}"
+    jsons2+=("$out/$name-2.json")
 }
 
 build_and_measure leasesim "$here/leasesim" peers-leasesim
@@ -51,7 +62,8 @@ cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 {
     echo "## Side by side: leasesim, madsim, turmoil (holder-lock)"
     echo
-    echo "Measured by \`crates/peers/run.sh\` (plan: \`${plan[*]}\`) at commit $commit on"
+    echo "Measured by \`crates/peers/run.sh\` (plan: \`${plan[*]}\`; second workload:"
+    echo "\`${plan2[*]}\`) at commit $commit on"
     echo "$(date -u +%Y-%m-%d), one machine: $(nproc) cores, $cpu; every side's release profile."
     echo "Every side runs the workload of \`holder-long-jobs\` (three replicas, a 3 s claim never"
     echo "renewed, jobs of 0.8-1.6 s or, 30 %, 3.6-6 s in 500 ms steps, attempts every 50-1000 ms,"
@@ -68,5 +80,15 @@ cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
         echo
     fi
     "$here/leasesim/target/release/peers-leasesim" figures "${jsons[@]}"
+    echo
+    "$here/leasesim/target/release/peers-leasesim" figures "${jsons2[@]}"
+    echo
+    echo "The second workload is the builtin \`holder-slow-release\` with"
+    echo "\`faults.reply_lost.OP = 0.02\` for every operation, run by leasesim as it runs the file;"
+    echo "the peers mirror it: slow legs as waits of the shared store port on top of the peer's"
+    echo "1-5 ms (1-6 ms on madsim), the store's reply withheld (turmoil: by the store host;"
+    echo "madsim: \`hook_rpc_rsp\`), pauses by per-replica tickers (madsim: \`Handle::pause\`;"
+    echo "turmoil cannot pause and runs without them). No side crashes a replica (see"
+    echo "README.md). Only the three workers the first workload cannot catch are measured."
 } > "$here/figures.md"
 echo "run.sh: wrote $here/figures.md" >&2

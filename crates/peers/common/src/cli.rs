@@ -1,7 +1,10 @@
 //! The command line every side's binary shares.
 //!
 //! Terminology:
-//! - `measure [--out FILE] [--ranges N] [--cap N] [--correct-runs N] [--correct-s S] [--budget-s S]`: the figures as JSON.
+//! - `measure [--workload NAME] [--out FILE] [--ranges N] [--cap N] [--correct-runs N] [--correct-s S] [--budget-s S]`: the figures as JSON.
+//! - `--workload NAME` (with `measure` and `run`): the workload (`workload::WORKLOADS`;
+//!   `holder-long-jobs` unless given). [`workload_of`] reads it; a side calls it before it
+//!   builds anything that depends on the workload.
 //! - `figures LEASESIM.json PEER.json...`: the side-by-side table (markdown) on stdout.
 //! - `run --worker NAME --seed N [--trace]`: one run, its verdict and trace hash (and every
 //!   event with `--trace`): what a user of the side replays.
@@ -30,17 +33,39 @@ fn number(args: &[String], name: &str, default: u64) -> u64 {
     })
 }
 
+/// A number of seconds (fractions allowed: `--correct-s 0.5`).
+fn seconds(args: &[String], name: &str, default: f64) -> f64 {
+    flag(args, name).map_or(default, |value| {
+        value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} wants seconds, not {value}"))
+    })
+}
+
+/// Picks the workload `--workload` names in `std::env::args()` (exits 2 on an unknown one).
+pub fn workload_of() -> &'static crate::workload::Workload {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(name) = flag(&args, "--workload")
+        && let Err(why) = crate::workload::select(&name)
+    {
+        eprintln!("{why}");
+        std::process::exit(2);
+    }
+    crate::workload::current()
+}
+
 /// Runs the command in `std::env::args()`; `run(worker, seed, keep_trace)` is one side run.
 pub fn main(side: Side<'_>, run: &mut dyn FnMut(&str, u64, bool) -> Verdict) {
+    workload_of();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("measure") => {
             let plan = Plan {
                 ranges: number(&args, "--ranges", 30),
-                budget_s: number(&args, "--budget-s", 60) as f64,
+                budget_s: seconds(&args, "--budget-s", 60.0),
                 cap: number(&args, "--cap", 2_000),
                 correct_runs: number(&args, "--correct-runs", 3),
-                correct_s: number(&args, "--correct-s", 5) as f64,
+                correct_s: seconds(&args, "--correct-s", 5.0),
             };
             let mut each = |worker: &str, seed: u64| run(worker, seed, false);
             let figures = Figures {
@@ -82,7 +107,7 @@ pub fn main(side: Side<'_>, run: &mut dyn FnMut(&str, u64, bool) -> Verdict) {
             );
         }
         _ => eprintln!(
-            "usage: measure [--out FILE] [--ranges N] [--cap N] [--correct-runs N] [--correct-s S] [--budget-s S] | figures A.json B.json... | run --worker NAME --seed N [--trace]"
+            "usage: measure [--workload NAME] [--out FILE] [--ranges N] [--cap N] [--correct-runs N] [--correct-s S] [--budget-s S] | figures A.json B.json... | run [--workload NAME] --worker NAME --seed N [--trace]"
         ),
     }
 }

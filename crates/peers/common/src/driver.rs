@@ -1,7 +1,7 @@
 //! A replica's life on a peer: the driver loop calling `run()`, and the stop at the end.
 //!
 //! Terminology:
-//! - *driver*: waits a gap drawn from [`workload::RUN_EVERY_MS`], notes the attempt's start,
+//! - *driver*: waits a gap drawn from the workload's `run_every_ms`, notes the attempt's start,
 //!   awaits `run()`, notes its end with what the report says (as leasesim's driver does),
 //!   until the replica is stopping (checked after each gap, as leasesim's driver does) or an
 //!   attempt reports the worker stopped before it started.
@@ -20,7 +20,7 @@ use crate::workload;
 /// Calls `run()` until the worker answers it was stopped before the attempt started.
 pub async fn drive<T: PeerTime>(replica: Rc<Replica<T>>, worker: Rc<dyn PeerWorker>) {
     for attempt in 1.. {
-        let (min, max) = workload::RUN_EVERY_MS;
+        let (min, max) = workload::current().run_every_ms;
         let gap = replica.rng.borrow_mut().range(min, max);
         replica.time.sleep(gap).await;
         if replica.stopping.get() {

@@ -2,8 +2,9 @@
 //!
 //! Terminology:
 //! - *side*: one harness running the workload: leasesim, madsim or turmoil.
-//! - *workload*: the one holder-lock setting every side runs ([`workload`]), taken from the
-//!   builtin scenario `holder-long-jobs`.
+//! - *workload*: a holder-lock setting every side runs ([`workload`]): the builtin scenario
+//!   `holder-long-jobs` (latency only), or `holder-slow-release` with lost replies (slow
+//!   releases, lost replies, pauses); `--workload NAME` picks one per process.
 //! - *peer ports*: the production core's ports on a peer's runtime. A peer brings only its
 //!   network (the [`holder_lock_worker::Store`] port, a client of the store node) and its
 //!   timers ([`ports::PeerTime`]); the clock, the job, the token source and the replica's

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::recorder::Verdict;
-use crate::workers;
+use crate::{workers, workload};
 
 /// One defective worker's figures.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -40,6 +40,11 @@ pub struct WorkerFigures {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Figures {
     pub peer: String,
+    /// The workload measured (`workload::Workload::name`) and its faults.
+    #[serde(default)]
+    pub workload: String,
+    #[serde(default)]
+    pub faults: String,
     pub version: String,
     pub correct_runs_per_s: f64,
     /// Runs of the correct worker measured, and how many the checkers judged a violation.
@@ -186,10 +191,18 @@ pub fn correct_rate(
     )
 }
 
+/// The defective workers the current workload measures.
+pub fn measured() -> Vec<&'static str> {
+    match workload::current().workers {
+        Some(names) => names.to_vec(),
+        None => workers::defective(),
+    }
+}
+
 /// Does each worker's seed 0..3 give the same trace hash twice?
 pub fn replays(run: &mut dyn FnMut(&str, u64) -> Verdict) -> bool {
     let mut names = vec!["correct"];
-    names.extend(workers::defective());
+    names.extend(measured());
     names
         .iter()
         .all(|name| (0..3).all(|seed| run(name, seed).trace_hash == run(name, seed).trace_hash))
@@ -205,7 +218,7 @@ pub fn measure(
     let replays_identically = replays(run);
     let (correct_runs_per_s, correct_runs, correct_violations) =
         correct_rate(run, plan.correct_runs, plan.correct_s);
-    let workers = workers::defective()
+    let workers = measured()
         .into_iter()
         .map(|name| {
             let figures = search(run, name, plan);
@@ -216,6 +229,8 @@ pub fn measure(
         .collect();
     Figures {
         peer: peer.to_string(),
+        workload: workload::current().name.to_string(),
+        faults: workload::current().faults.to_string(),
         version: version.to_string(),
         correct_runs_per_s,
         correct_runs,

@@ -8,6 +8,10 @@
 //!   frame out, the answer back, or `None` when no answer came in time.
 //! - *replica context*: [`Replica`], what every port of one replica shares: its id, the peer
 //!   time, the recorder, its own seeded generator.
+//! - *slow leg*: in a workload with slow operations, the store port waits the drawn extra of
+//!   the request leg before sending and of the reply leg after receiving
+//!   ([`crate::workload::Workload::extra_leg_ms`]); the peer's network adds its own 1-5 ms to
+//!   each. The call's timeout counts from the call, as leasesim's does.
 //!
 //! Each port reports to the recorder what the simulated ports of leasesim record: the clock
 //! a timer set, the store a call and its answer, the job its start, steps and end.
@@ -19,7 +23,7 @@ use std::rc::Rc;
 use holder_lock_worker::{
     Clock, HolderToken, Job, JobError, Removal, Renewal, Store, StoreError, TokenSource,
 };
-use leasesim_events::{NetFailure, ReplicaId};
+use leasesim_events::{NetFailure, OpSet, ReplicaId};
 use leasesim_holder_lock::events::{Answer, Key, Note, Request};
 
 use crate::recorder::Recorder;
@@ -130,14 +134,43 @@ fn key_of(name: &str) -> Key {
 }
 
 impl<T: PeerTime, X: Transport> PeerStore<T, X> {
+    /// Sends `call` over its slow legs if any: its answer, `None` when none came within
+    /// [`workload::CALL_TIMEOUT_MS`] of the call.
+    async fn legs(&self, call: u64, request: &Request) -> Option<Answer> {
+        let replica = &self.replica;
+        let (op, workload) = (request.op().name(), workload::current());
+        let (out_ms, back_ms) = {
+            let mut rng = replica.rng.borrow_mut();
+            let out_ms = workload.extra_leg_ms(op, &mut rng);
+            (out_ms, workload.extra_leg_ms(op, &mut rng))
+        };
+        if out_ms == 0 && back_ms == 0 {
+            return self
+                .transport
+                .round_trip(call, wire::encode_request(call, replica.id, request))
+                .await;
+        }
+        let trip = async {
+            replica.time.sleep(out_ms).await;
+            let frame = wire::encode_request(call, replica.id, request);
+            let answer = self.transport.round_trip(call, frame).await?;
+            replica.time.sleep(back_ms).await;
+            Some(answer)
+        };
+        let timeout = replica.time.sleep(workload::CALL_TIMEOUT_MS);
+        match futures::future::select(std::pin::pin!(trip), std::pin::pin!(timeout)).await {
+            futures::future::Either::Left((answer, _)) => answer,
+            futures::future::Either::Right(((), _)) => None,
+        }
+    }
+
     /// Reports the call, sends it, reports the answer (a missing one as a timeout).
     async fn call(&self, request: Request) -> Result<Answer, StoreError> {
         let replica = &self.replica;
         let call = replica
             .recorder
             .call(replica.id, request, replica.time.now_ms());
-        let frame = wire::encode_request(call, replica.id, &request);
-        let answer = self.transport.round_trip(call, frame).await;
+        let answer = self.legs(call, &request).await;
         let answer = answer.unwrap_or(Answer::Failed(NetFailure::Timeout));
         let now_ms = replica.time.now_ms();
         replica

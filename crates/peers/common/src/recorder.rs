@@ -82,10 +82,10 @@ struct Inner {
 #[derive(Clone)]
 pub struct Recorder(Rc<RefCell<Inner>>);
 
-/// The checker configuration of the workload: no renewal, no drift.
+/// The checker configuration of the current workload: its renewal, no drift.
 pub fn check_config() -> CheckConfig {
     CheckConfig {
-        renewal: false,
+        renewal: claim().renew_every_ms.is_some(),
         attempt_bound_ms: ATTEMPT_BOUND_MS,
         trusted_ms: claim().trusted_ms(),
         drift_ppm: vec![0; usize::from(REPLICAS)],

@@ -179,9 +179,9 @@ impl Workload {
     /// [`LATENCY_MS`]; this is what a slow operation adds to reach [`Workload::slow_ms`].
     pub fn extra_leg_ms(&self, op: &str, rng: &mut Rng) -> u64 {
         match self.slow_ms {
-            Some((min, max)) if SLOW_OPS.contains(&op) => {
-                rng.range(min, max).saturating_sub(rng.range(LATENCY_MS.0, LATENCY_MS.1))
-            }
+            Some((min, max)) if SLOW_OPS.contains(&op) => rng
+                .range(min, max)
+                .saturating_sub(rng.range(LATENCY_MS.0, LATENCY_MS.1)),
             _ => 0,
         }
     }

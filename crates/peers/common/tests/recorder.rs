@@ -40,6 +40,47 @@ fn the_workload_is_the_builtin_scenario() {
     }
 }
 
+#[test]
+fn the_second_workload_is_holder_slow_release() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../scenarios/holder-lock/holder-slow-release.toml"
+    );
+    let scenario = load_scenario(std::path::Path::new(path)).expect("the builtin scenario");
+    let w = workload::SLOW_RELEASE;
+    assert_eq!(scenario.name, w.scenario);
+    assert_eq!(scenario.replicas, workload::REPLICAS);
+    assert_eq!(scenario.duration_ms, workload::SAFETY_MS);
+    assert_eq!(scenario.liveness_ms, workload::LIVENESS_MS);
+    assert_eq!(scenario.settings.claim, w.claim());
+    let every = scenario.schedule.run_every_ms;
+    assert_eq!((every.min, every.max), w.run_every_ms);
+    let job = &scenario.settings.job;
+    assert_eq!((job.duration_ms.min, job.duration_ms.max), w.job_ms);
+    assert_eq!(job.long_share.get(), w.long_share);
+    assert_eq!(job.step_ms.get(), w.step_ms);
+    for op in [Op::Create, Op::Renew] {
+        let latency = scenario.latency.get(op);
+        assert_eq!((latency.min, latency.max), workload::LATENCY_MS, "{op:?}");
+    }
+    for op in [Op::DeleteIfHolder, Op::Get, Op::Delete, Op::Set] {
+        let latency = scenario.latency.get(op);
+        assert_eq!(Some((latency.min, latency.max)), w.slow_ms, "{op:?}");
+    }
+    let pause = &scenario.faults.pause;
+    let pauses = w.pauses.expect("pauses");
+    assert_eq!(pause.probability.get(), pauses.probability);
+    assert_eq!((pause.every_ms.min, pause.every_ms.max), pauses.every_ms);
+    assert_eq!(
+        (pause.duration_ms.min, pause.duration_ms.max),
+        pauses.duration_ms
+    );
+    assert_eq!(scenario.faults.timeout_ms.get(), workload::CALL_TIMEOUT_MS);
+    // The lost replies are the workload's overrides: the file has none.
+    assert_eq!(scenario.faults.reply_lost.get(Op::Create).get(), 0.0);
+    assert!(w.overrides.iter().all(|(_, share)| *share == w.reply_lost));
+}
+
 /// `replica` sends `request` at `at_ms`, the store applies it 1 ms later, the answer lands
 /// 1 ms after that.
 fn call(

@@ -1,5 +1,6 @@
-//! The leasesim side of the side-by-side: the workload is the builtin scenario
-//! `holder-long-jobs` itself, run by `leasesim::runner::run` exactly as `leasesim fuzz` runs
+//! The leasesim side of the side-by-side: the workload is its builtin scenario itself
+//! (`holder-long-jobs`, or `holder-slow-release` with the workload's overrides written in as
+//! `leasesim replay --choices` writes them: `faults.reply_lost.OP = 0.02`), run by `leasesim::runner::run` exactly as `leasesim fuzz` runs
 //! a seed (random strategy, no events kept, no choices recorded, halting checkers), with the
 //! holder-lock system's own workers.
 //!
@@ -11,17 +12,28 @@
 use std::rc::Rc;
 
 use leasesim::Workers;
+use leasesim::overrides::{self, Overrides};
 use leasesim::runner::{RunSpec, run};
 use leasesim_holder_lock::{HolderLock, Scenario};
 use leasesim_rt::{Feed, Strategy};
 use peers_common::cli::{self, Side};
 use peers_common::recorder::Verdict;
-use peers_common::workload::SCENARIO;
+use peers_common::workload::Workload;
 
-/// The workload's scenario, as leasesim ships it.
-fn scenario() -> Rc<Scenario> {
-    let scenario = leasesim::catalog::resolve_typed::<HolderLock>(SCENARIO)
-        .unwrap_or_else(|error| panic!("builtin scenario {SCENARIO}: {error}"));
+/// The workload's scenario, as leasesim ships it, with the workload's overrides.
+fn scenario(workload: &Workload) -> Rc<Scenario> {
+    let name = workload.scenario;
+    let scenario = leasesim::catalog::resolve_typed::<HolderLock>(name)
+        .unwrap_or_else(|error| panic!("builtin scenario {name}: {error}"));
+    let mut changes = Overrides::default();
+    for (key, value) in workload.overrides {
+        let line = overrides::parse(&format!("{key} = {value}"))
+            .unwrap_or_else(|error| panic!("override {key}: {error:?}"));
+        changes.set(&line.key, line.value);
+    }
+    let scenario = changes
+        .apply(&scenario)
+        .unwrap_or_else(|(key, why)| panic!("override {key}: {why}"));
     Rc::new(scenario)
 }
 
@@ -52,7 +64,7 @@ fn run_once(scenario: &Rc<Scenario>, worker: &str, seed: u64, keep: bool) -> Ver
 }
 
 fn main() {
-    let scenario = scenario();
+    let scenario = scenario(cli::workload_of());
     let side = Side {
         peer: "leasesim",
         version: "workspace (this commit)",

@@ -7,24 +7,32 @@
 //!   replies (the store applied the call; the worker's `call_timeout` answers `Timeout`).
 //!   madsim's `net.packet_loss_rate` would lose requests and replies alike, so it stays 0.
 //! - *pause*: `Handle::pause` / `Handle::resume` of a replica's node: its tasks are not polled
-//!   meanwhile, its timers fire late, the store and the other replicas go on.
+//!   meanwhile, its timers fire late, the store and the other replicas go on. Drawn as
+//!   leasesim's pause tickers draw them: each replica its own ticker, every `every_ms`, with
+//!   `probability`, paused for `duration_ms`, safety phase only; each pause is recorded
+//!   (`Paused { until_ms }`, `Resumed`), as leasesim's world records it, so the checkers know
+//!   which attempts ran paused.
 //! - *crash*: `Handle::kill` of a replica's node (every task dropped, mid-attempt), then
 //!   `Handle::restart`, which runs the node's `init` again: a fresh worker.
 //!
-//! The workload (`holder-long-jobs`) has latency only; the rest are off unless asked for
-//! (`--faults loss,pause,crash`), and are drawn in the safety phase from madsim's seeded
-//! generator: 2 % of replies lost; pauses as leasesim's `holder-pauses` draws them (every
-//! 0.5..2 s, with probability 0.6, one replica for 1.5..5 s); crashes every 3..8 s with
-//! probability 0.3, one replica down for 0.5..2 s (leasesim has no crash to copy).
+//! `holder-long-jobs` has latency only; `holder-slow-release+lost-replies` loses the workload's
+//! share of replies and pauses with the workload's settings. Beyond the workload, on request
+//! (`--faults loss,pause,crash`), drawn in the safety phase from madsim's seeded generator:
+//! 2 % of replies lost; pauses with the workload's settings or else `holder-pauses`'s (every
+//! 0.5..2 s, with probability 0.6, for 1.5..5 s); crashes every 3..8 s with probability 0.3,
+//! one replica down for 0.5..2 s (leasesim has no crash to copy; no workload uses them: a
+//! restarted replica's releases are credited to its old life, failing `release-reported`).
 
 use std::ops::Range;
 use std::time::Duration;
 
+use leasesim_events::ReplicaId;
 use madsim::net::NetSim;
 use madsim::rand::{Rng, thread_rng};
 use madsim::runtime::{Handle, NodeHandle};
 use peers_common::ports::PeerTime;
-use peers_common::workload;
+use peers_common::recorder::Recorder;
+use peers_common::workload::{self, Pauses};
 
 use crate::time::MadsimTime;
 
@@ -40,7 +48,7 @@ pub struct Faults {
 impl Faults {
     /// `loss`, `pause`, `crash`, comma-separated (`none`: the workload's).
     pub fn parse(text: &str) -> Result<Faults, String> {
-        let mut faults = Faults::default();
+        let mut faults = Faults::of_workload();
         for name in text
             .split(',')
             .filter(|name| !name.is_empty() && *name != "none")
@@ -54,6 +62,27 @@ impl Faults {
         }
         Ok(faults)
     }
+}
+
+impl Faults {
+    /// The current workload's faults: its share of lost replies, its pauses.
+    pub fn of_workload() -> Faults {
+        let workload = workload::current();
+        Faults {
+            loss: workload.reply_lost,
+            pause: workload.pauses.is_some(),
+            crash: false,
+        }
+    }
+}
+
+/// The pauses a run with `pause` draws: the workload's, else `holder-pauses`'s.
+fn pauses() -> Pauses {
+    workload::current().pauses.unwrap_or(Pauses {
+        probability: 0.6,
+        every_ms: (500, 2_000),
+        duration_ms: (1_500, 5_000),
+    })
 }
 
 /// Sets the running simulation's network to the workload's latency.
@@ -80,17 +109,58 @@ fn draw(range: Range<u64>) -> u64 {
     thread_rng().gen_range(range)
 }
 
+/// A whole number of ms in `min..=max`.
+fn draw_ms((min, max): (u64, u64)) -> u64 {
+    thread_rng().gen_range(min..=max)
+}
+
+/// What a pause ticker acts on: the runtime, the replica's node and id, the run's recorder
+/// and clock.
+pub struct Ticker<'a> {
+    pub handle: &'a Handle,
+    pub node: &'a NodeHandle,
+    pub id: ReplicaId,
+    pub recorder: &'a Recorder,
+    pub time: &'a MadsimTime,
+}
+
+/// One replica's pause ticker (see the module docs), until the safety phase ends.
+async fn pauser(ticker: Ticker<'_>, pauses: Pauses) {
+    let (time, node) = (ticker.time, ticker.node.id());
+    loop {
+        madsim::time::sleep(Duration::from_millis(draw_ms(pauses.every_ms))).await;
+        if time.now_ms() >= workload::SAFETY_MS {
+            return;
+        }
+        if !thread_rng().gen_bool(pauses.probability) {
+            continue;
+        }
+        let until_ms = time.now_ms() + draw_ms(pauses.duration_ms);
+        ticker.recorder.paused(ticker.id, until_ms, time.now_ms());
+        ticker.handle.pause(node);
+        madsim::time::sleep(Duration::from_millis(until_ms - time.now_ms())).await;
+        ticker.handle.resume(node);
+        ticker.recorder.resumed(ticker.id, time.now_ms());
+    }
+}
+
 /// Pauses and crashes replicas during the safety phase, as `faults` asks.
-pub async fn inject(handle: &Handle, replicas: &[NodeHandle], faults: Faults, time: &MadsimTime) {
+pub async fn inject(handle: &Handle, replicas: &[NodeHandle], faults: Faults, recorder: &Recorder) {
+    let time = &MadsimTime::current();
+    let tickers = replicas.iter().enumerate().map(|(index, node)| {
+        let id = ReplicaId(u16::try_from(index).expect("few replicas"));
+        let ticker = Ticker {
+            handle,
+            node,
+            id,
+            recorder,
+            time,
+        };
+        pauser(ticker, pauses())
+    });
     let pauses = async {
-        while faults.pause && time.now_ms() < workload::SAFETY_MS {
-            madsim::time::sleep(Duration::from_millis(draw(500..2_000))).await;
-            if thread_rng().gen_bool(0.6) {
-                let node = replicas[thread_rng().gen_range(0..replicas.len())].id();
-                handle.pause(node);
-                madsim::time::sleep(Duration::from_millis(draw(1_500..5_000))).await;
-                handle.resume(node);
-            }
+        if faults.pause {
+            futures::future::join_all(tickers).await;
         }
     };
     let crashes = async {

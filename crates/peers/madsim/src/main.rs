@@ -37,11 +37,26 @@ const MADSIM_VERSION: &str = "0.2.34";
 
 /// What madsim cannot express of the workload and its faults, and why.
 fn cannot_express() -> Vec<String> {
-    vec![
+    let mut items = vec![
         "slow timers (clock drift): madsim has one virtual clock for every node; a node's \
          timers cannot run slower than the store's"
-            .into(),
-    ]
+            .to_string(),
+    ];
+    if peers_common::workload::current().pauses.is_some() {
+        items.push(
+            "per-operation latency: madsim's send_latency is one range for every message; the \
+             slow legs are the shared store port's waits on top of madsim's 1-6 ms"
+                .into(),
+        );
+        items.push(
+            "crash and restart (left out on every side): Handle::kill/restart work, but a \
+             restarted replica's releases are credited to its old life and fail \
+             release-reported for the correct worker, and leasesim's scenario has no crash to \
+             mirror"
+                .into(),
+        );
+    }
+    items
 }
 
 /// What a user of madsim gets when a run fails.
@@ -64,12 +79,13 @@ fn worker_name(name: &str) -> &'static str {
 }
 
 fn main() {
+    cli::workload_of();
     let args: Vec<String> = std::env::args().collect();
     let faults = args
         .iter()
         .position(|arg| arg == "--faults")
         .and_then(|at| args.get(at + 1))
-        .map_or(Ok(Faults::default()), |text| Faults::parse(text))
+        .map_or(Ok(Faults::of_workload()), |text| Faults::parse(text))
         .unwrap_or_else(|error| panic!("{error}"));
     let side = Side {
         peer: "madsim",

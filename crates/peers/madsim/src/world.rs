@@ -105,7 +105,7 @@ pub async fn supervise(spec: RunSpec) -> Verdict {
     let limit = Duration::from_millis(workload::STOP_AT_MS + GRACE_MS);
     let faulted = futures::future::join(
         lives_ended,
-        faults::inject(&handle, &replicas, spec.faults, &time),
+        faults::inject(&handle, &replicas, spec.faults, &recorder),
     );
     let _ = madsim::time::timeout(limit, faulted).await;
     let verdict = recorder.finish(time.now_ms());

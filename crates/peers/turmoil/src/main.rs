@@ -8,9 +8,13 @@
 //! - *replica client*: `r1`..`r3`, each a `Sim::client`: one UDP socket, a task receiving
 //!   answers and handing each to its waiting call by call id, and the replica's life
 //!   (driver and stop, `peers_common::driver`). The run ends when every client returned.
-//! - *faults*: the workload's only fault is latency: turmoil's per-message latency between
-//!   [`LATENCY_MS`] bounds (turmoil draws it from an exponential curve inside the range, not
-//!   uniformly). See [`cannot_express`] for the others.
+//! - *faults*: latency: turmoil's per-message latency between [`LATENCY_MS`] bounds (turmoil
+//!   draws it from an exponential curve inside the range, not uniformly), plus the shared
+//!   store port's slow legs when the workload has slow operations. *Lost reply*: turmoil's
+//!   `fail_rate` loses messages on a link in both directions, requests too, so the store host
+//!   applies the call and withholds its reply itself, with the workload's probability drawn
+//!   from the store's own seeded stream ([`STORE_STREAM`]). Pauses turmoil cannot express;
+//!   see [`cannot_express`] for the others.
 //! - *seed*: `Builder::rng_seed` seeds turmoil's network draws; the workload's own draws
 //!   (jobs, gaps, tokens) come from per-replica `peers_common::rng::Rng` streams of the same
 //!   seed.
@@ -27,12 +31,15 @@ use peers_common::cli::{self, Side};
 use peers_common::driver::replica_life;
 use peers_common::ports::{PeerTime, Replica, Transport};
 use peers_common::recorder::{Recorder, StoreNode, Verdict};
-use peers_common::workload::{CALL_TIMEOUT_MS, LATENCY_MS, REPLICAS};
+use peers_common::rng::Rng;
+use peers_common::workload::{self, CALL_TIMEOUT_MS, LATENCY_MS, REPLICAS};
 use peers_common::{wire, workers};
 use tokio::sync::oneshot;
 use turmoil::net::UdpSocket;
 
 const STORE_PORT: u16 = 9000;
+/// The store host's generator stream (the replicas' are 1..=3): which replies it loses.
+const STORE_STREAM: u64 = 100;
 
 /// Turmoil's virtual time, as every host sees it, and `tokio::time` timers.
 #[derive(Clone, Copy)]
@@ -86,10 +93,13 @@ impl UdpTransport {
     }
 }
 
-/// The store host: applies every request frame it receives and answers it.
-async fn store_host(recorder: Recorder) -> turmoil::Result {
+/// The store host: applies every request frame it receives and answers it (but for the
+/// replies the workload loses).
+async fn store_host(recorder: Recorder, seed: u64) -> turmoil::Result {
     let socket = UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), STORE_PORT)).await?;
     let mut node = StoreNode::new(recorder);
+    let mut losses = Rng::new(seed, STORE_STREAM);
+    let lost = workload::current().reply_lost;
     let mut buffer = [0u8; 64];
     loop {
         let (len, from) = socket.recv_from(&mut buffer).await?;
@@ -97,6 +107,9 @@ async fn store_host(recorder: Recorder) -> turmoil::Result {
             continue;
         };
         let answer = node.apply(replica, call, request, TurmoilTime.now_ms());
+        if lost > 0.0 && losses.coin(lost) {
+            continue;
+        }
         socket
             .send_to(&wire::encode_answer(call, &answer), from)
             .await?;
@@ -136,7 +149,7 @@ fn run_once(worker: &str, seed: u64, keep: bool) -> Verdict {
     let recorder = Recorder::new(keep);
     let mut sim = simulation(seed);
     let store_recorder = recorder.clone();
-    sim.host("store", move || store_host(store_recorder.clone()));
+    sim.host("store", move || store_host(store_recorder.clone(), seed));
     for index in 0..REPLICAS {
         let id = ReplicaId(index);
         let replica = Replica::new(id, TurmoilTime, recorder.clone(), seed);
@@ -152,23 +165,38 @@ fn run_once(worker: &str, seed: u64, keep: bool) -> Verdict {
     recorder.finish(end_ms)
 }
 
-/// What turmoil cannot express of the faults leasesim injects (the workload itself has only
-/// latency).
+/// What turmoil cannot express of the faults leasesim injects (`holder-long-jobs` itself has
+/// only latency).
 fn cannot_express() -> Vec<String> {
-    [
-        "process pause: turmoil has no way to freeze one host's tasks and timers while the \
-         others run (hold() stops messages, not the process)",
+    let pause = "process pause: turmoil has no way to freeze one host's tasks and timers while \
+                 the others run (hold() stops messages, not the process)";
+    let common = [
         "clock drift / slow timers: every host's tokio clock advances by the same tick",
         "latency distribution: turmoil draws latency from an exponential curve between the \
          bounds; leasesim's scenario draws it uniformly",
-        "request lost vs reply lost: fail_rate drops messages on a link without saying which \
-         leg; the recorder sees only a timeout",
+    ];
+    if workload::current().pauses.is_none() {
+        let lost = "request lost vs reply lost: fail_rate drops messages on a link without \
+                    saying which leg; the recorder sees only a timeout";
+        return [pause, common[0], common[1], lost]
+            .map(String::from)
+            .to_vec();
+    }
+    [
+        &format!("{pause}: this workload's pauses are left out, turmoil runs it without them"),
+        "a lost reply alone: fail_rate loses messages on a link both ways (requests too), so \
+         the store host applies the call and withholds its reply itself (a seeded draw)",
+        "per-operation latency: turmoil's latency is per link, not per message kind; the slow \
+         legs are the shared store port's waits on top of turmoil's 1-5 ms",
+        common[0],
+        common[1],
     ]
     .map(String::from)
     .to_vec()
 }
 
 fn main() {
+    peers_common::cli::workload_of();
     let side = Side {
         peer: "turmoil",
         version: "0.7.2",
