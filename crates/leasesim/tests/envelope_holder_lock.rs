@@ -14,83 +14,26 @@
 //!   within a few ms of 6,000 and a rival within a few ms of the expiry, so the measured
 //!   boundary lies within one step (500 ms) below 6,000.
 
-use std::sync::Arc;
+#[path = "envelope_support/mod.rs"]
+mod support;
 
-use leasesim::catalog::resolve_one;
-use leasesim::envelope::{Axis, Class, Envelope, EnvelopeSpec, Mark, Search, measure};
-use leasesim::fuzz::Progress;
+use leasesim::envelope::{Class, Envelope, EnvelopeSpec, Mark};
+use support::{one_boundary, run, spec};
 
-fn spec(
-    scenario: &str,
-    worker: &str,
-    axes: &[&str],
-    resolution: usize,
-    seeds: u64,
-    mark: Mark,
-) -> EnvelopeSpec {
-    EnvelopeSpec {
-        scenario: resolve_one(scenario).expect("a builtin scenario"),
-        worker: worker.to_string(),
-        factory: None,
-        strategy: leasesim::Strategy::Random,
-        axes: axes
-            .iter()
-            .map(|a| Axis::parse(a).expect("an axis"))
-            .collect(),
-        resolution,
-        start_seed: 0,
-        seeds,
-        jobs: 2,
-        mark,
-        search: Search::Adaptive,
-        seed_timeout_ms: 60_000,
-    }
-}
-
-fn run(spec: &EnvelopeSpec) -> Envelope {
-    measure(spec, &Arc::new(Progress::default()), &mut |_| {}).expect("a valid envelope")
-}
+/// The design's story: a 3 s claim never renewed, jobs of about 1.2 s that sometimes take 6 s.
+const STORY: &str = "holder-long-jobs";
 
 fn overlap() -> Mark {
-    let situations = resolve_one("holder-long-jobs")
-        .unwrap()
-        .system()
-        .situations();
-    let index = situations
-        .iter()
-        .position(|(n, _)| *n == "overlap-after-expiry")
-        .unwrap();
-    Mark::Situation("overlap-after-expiry", index)
-}
-
-/// The values of a 1-D envelope's first axis on each side of its one boundary: `(last of the
-/// low class, first of the high class)` and the two classes.
-fn one_boundary(envelope: &Envelope) -> ((f64, Class), (f64, Class)) {
-    let boundary = envelope.boundary();
-    assert_eq!(
-        boundary.len(),
-        1,
-        "one boundary: {boundary:?}\n{}",
-        leasesim::envelope::render::text(envelope)
-    );
-    let (a, b) = boundary[0];
-    let values = &envelope.axes[0].values;
-    (
-        (values[a.0], envelope.map.class(a)),
-        (values[b.0], envelope.map.class(b)),
-    )
+    support::situation(STORY, "overlap-after-expiry")
 }
 
 #[test]
 fn jobs_overlap_where_the_longest_job_outlasts_the_claim_within_one_step() {
-    let spec = spec(
-        "holder-long-jobs",
-        "correct",
-        &["claim.lifetime_ms=4000..8000"],
-        9,
-        100,
-        overlap(),
-    );
+    let axes = ["claim.lifetime_ms=4000..8000"];
+    let spec = EnvelopeSpec {
+        mark: overlap(),
+        ..spec(STORY, "correct", &axes, 9, 100)
+    };
     let envelope = run(&spec);
     let ((below, below_class), (above, above_class)) = one_boundary(&envelope);
     assert_eq!((below_class, above_class), (Class::Unsafe, Class::Safe));
@@ -103,31 +46,17 @@ fn jobs_overlap_where_the_longest_job_outlasts_the_claim_within_one_step() {
     );
     // Adaptive: fewer points than the grid's nine.
     assert!(
-        envelope.points.len() < 9,
+        envelope.points_run() < 9,
         "{} points",
-        envelope.points.len()
+        envelope.points_run()
     );
 }
 
 #[test]
 fn a_plain_delete_is_safe_on_a_strict_subset_of_the_correct_workers_settings() {
     let axes = ["claim.lifetime_ms=2000..8000"];
-    let correct = run(&spec(
-        "holder-long-jobs",
-        "correct",
-        &axes,
-        7,
-        60,
-        Mark::Violations,
-    ));
-    let defective = run(&spec(
-        "holder-long-jobs",
-        "plain-delete",
-        &axes,
-        7,
-        60,
-        Mark::Violations,
-    ));
+    let correct = run(&spec(STORY, "correct", &axes, 7, 60));
+    let defective = run(&spec(STORY, "plain-delete", &axes, 7, 60));
     let safe = |e: &Envelope| -> Vec<bool> {
         (0..7).map(|x| e.map.class((x, 0)) == Class::Safe).collect()
     };
@@ -151,14 +80,11 @@ fn a_plain_delete_is_safe_on_a_strict_subset_of_the_correct_workers_settings() {
 
 #[test]
 fn the_same_envelope_twice_is_the_same_and_jobs_do_not_change_it() {
-    let mut one = spec(
-        "holder-long-jobs",
-        "correct",
-        &["claim.lifetime_ms=1000..8000", "job.long_share=0..0.5"],
-        5,
-        30,
-        overlap(),
-    );
+    let axes = ["claim.lifetime_ms=1000..8000", "job.long_share=0..0.5"];
+    let mut one = EnvelopeSpec {
+        mark: overlap(),
+        ..spec(STORY, "correct", &axes, 5, 30)
+    };
     let first = leasesim::envelope::render::text(&run(&one));
     one.jobs = 1;
     let second = leasesim::envelope::render::text(&run(&one));
@@ -171,15 +97,14 @@ fn a_worker_of_your_own_maps_as_the_builtin_it_wraps() {
     use leasesim::holder_lock::{HolderLock, WorkerFactory, correct_worker_of};
     use std::rc::Rc;
     let axes = ["claim.lifetime_ms=2000..8000"];
-    let builtin = run(&spec(
-        "holder-long-jobs",
-        "correct",
-        &axes,
-        5,
-        20,
-        overlap(),
-    ));
-    let mut own = spec("holder-long-jobs", "mine", &axes, 5, 20, overlap());
+    let builtin = run(&EnvelopeSpec {
+        mark: overlap(),
+        ..spec(STORY, "correct", &axes, 5, 20)
+    });
+    let mut own = EnvelopeSpec {
+        mark: overlap(),
+        ..spec(STORY, "mine", &axes, 5, 20)
+    };
     own.factory = Some(leasesim::fuzz::FactorySource::new::<HolderLock>(|| {
         let factory: Rc<WorkerFactory> = Rc::new(|ports| {
             Rc::new(correct_worker_of(ports)) as Rc<leasesim::WorkerOf<HolderLock>>

@@ -34,33 +34,14 @@
 //!   150 ms (the correct worker, which frees only its own token, at every one); with 1 ms
 //!   claims a rival's claim is there to free in most seeds.
 
-use std::sync::Arc;
+#[path = "envelope_support/mod.rs"]
+mod support;
 
-use leasesim::catalog::resolve_one;
-use leasesim::envelope::{
-    Axis, Class, Envelope, EnvelopeSpec, Mark, PointResult, Search, measure, render,
-};
-use leasesim::fuzz::Progress;
+use leasesim::envelope::{Class, Envelope, PointResult, render};
+use support::{boundaries, run};
 
-fn spec(scenario: &str, worker: &str, axis: &str, seeds: u64) -> EnvelopeSpec {
-    EnvelopeSpec {
-        scenario: resolve_one(scenario).expect("a builtin scenario"),
-        worker: worker.to_string(),
-        factory: None,
-        strategy: leasesim::Strategy::Random,
-        axes: vec![Axis::parse(axis).expect("an axis")],
-        resolution: 10,
-        start_seed: 0,
-        seeds,
-        jobs: 2,
-        mark: Mark::Violations,
-        search: Search::Adaptive,
-        seed_timeout_ms: 60_000,
-    }
-}
-
-fn run(spec: &EnvelopeSpec) -> Envelope {
-    measure(spec, &Arc::new(Progress::default()), &mut |_| {}).expect("a valid envelope")
+fn spec(scenario: &str, worker: &str, axis: &str, seeds: u64) -> leasesim::envelope::EnvelopeSpec {
+    support::spec(scenario, worker, &[axis], 10, seeds)
 }
 
 /// A correct worker's longest wait on `expiry-killed-worker` with transitions of `v` ms each
@@ -69,20 +50,8 @@ fn longest_wait_ms(v: u64) -> u64 {
     29_670 + 26 * v
 }
 
-/// The classes of a 1-D envelope, and its boundaries as `(value below, value above, class
-/// below, class above)`.
-fn boundaries(envelope: &Envelope) -> Vec<(f64, f64, Class, Class)> {
-    let values = &envelope.axes[0].values;
-    let class = |x: usize| envelope.map.class((x, 0));
-    envelope
-        .boundary()
-        .into_iter()
-        .map(|((a, _), (b, _))| (values[a], values[b], class(a), class(b)))
-        .collect()
-}
-
 /// Whether `analytic` lies within the boundary `(below, above]`, one grid step.
-fn within_one_step(analytic: f64, (below, above, ..): (f64, f64, Class, Class)) -> bool {
+fn within_one_step(analytic: f64, ((below, _), (above, _)): ((f64, Class), (f64, Class))) -> bool {
     below <= analytic && analytic < above
 }
 
@@ -100,7 +69,12 @@ fn a_tokenless_release_breaks_where_a_batch_outlasts_its_claim_and_is_refused_pa
     assert_eq!(found.len(), 2, "two boundaries: {found:?}\n{text}");
     let (unsafe_from, refused_from) = (found[0], found[1]);
     assert_eq!(
-        (unsafe_from.2, unsafe_from.3, refused_from.2, refused_from.3),
+        (
+            unsafe_from.0.1,
+            unsafe_from.1.1,
+            refused_from.0.1,
+            refused_from.1.1
+        ),
         (Class::Safe, Class::Unsafe, Class::Unsafe, Class::Refused),
         "{text}"
     );
@@ -120,14 +94,14 @@ fn a_tokenless_release_breaks_where_a_batch_outlasts_its_claim_and_is_refused_pa
     let first_refused = envelope.axes[0]
         .values
         .iter()
-        .position(|v| *v == refused_from.1);
+        .position(|v| *v == refused_from.1.0);
     let Some(PointResult::Refused { why, .. }) = first_refused
         .and_then(|x| envelope.point((x, 0)))
         .map(|p| &p.result)
     else {
         panic!("the first refused point was measured\n{text}");
     };
-    let figure = format!("{} ms:", longest_wait_ms(refused_from.1 as u64));
+    let figure = format!("{} ms:", longest_wait_ms(refused_from.1.0 as u64));
     assert!(
         why.contains("due_bound_ms") && why.contains(&figure),
         "{why}"

@@ -26,50 +26,11 @@
 //!   R`: the worker is safe only up to `v` = 100 ms, a strict subset of the correct worker's
 //!   `v <= R`.
 
-use std::sync::Arc;
+#[path = "envelope_support/mod.rs"]
+mod support;
 
-use leasesim::catalog::resolve_one;
-use leasesim::envelope::{Axis, Class, Envelope, EnvelopeSpec, Mark, PointResult, Search, measure};
-use leasesim::fuzz::Progress;
-
-fn spec(worker: &str, axis: &str, resolution: usize, seeds: u64) -> EnvelopeSpec {
-    EnvelopeSpec {
-        scenario: resolve_one("steady").expect("a builtin scenario"),
-        worker: worker.to_string(),
-        factory: None,
-        strategy: leasesim::Strategy::Random,
-        axes: vec![Axis::parse(axis).expect("an axis")],
-        resolution,
-        start_seed: 0,
-        seeds,
-        jobs: 2,
-        mark: Mark::Violations,
-        search: Search::Adaptive,
-        seed_timeout_ms: 60_000,
-    }
-}
-
-fn run(spec: &EnvelopeSpec) -> Envelope {
-    measure(spec, &Arc::new(Progress::default()), &mut |_| {}).expect("a valid envelope")
-}
-
-/// The values of a 1-D envelope's axis on each side of its one boundary: `(last of the low
-/// class, first of the high class)` and the two classes.
-fn one_boundary(envelope: &Envelope) -> ((f64, Class), (f64, Class)) {
-    let boundary = envelope.boundary();
-    assert_eq!(
-        boundary.len(),
-        1,
-        "one boundary: {boundary:?}\n{}",
-        leasesim::envelope::render::text(envelope)
-    );
-    let (a, b) = boundary[0];
-    let values = &envelope.axes[0].values;
-    (
-        (values[a.0], envelope.map.class(a)),
-        (values[b.0], envelope.map.class(b)),
-    )
-}
+use leasesim::envelope::{Class, Envelope, PointResult};
+use support::{one_boundary, run, spec};
 
 /// The outcome most seeds showed at the measured point with axis value `value`.
 fn main_outcome_at(envelope: &Envelope, value: f64) -> String {
@@ -86,7 +47,7 @@ fn main_outcome_at(envelope: &Envelope, value: f64) -> String {
 
 #[test]
 fn deletes_land_only_while_their_latency_is_within_the_renewal_interval_within_one_step() {
-    let spec = spec("correct", "latency.delete=550..1450", 10, 100);
+    let spec = spec("steady", "correct", &["latency.delete=550..1450"], 10, 100);
     let envelope = run(&spec);
     let ((below, below_class), (above, above_class)) = one_boundary(&envelope);
     assert_eq!((below_class, above_class), (Class::Safe, Class::Unsafe));
@@ -113,8 +74,8 @@ fn deletes_land_only_while_their_latency_is_within_the_renewal_interval_within_o
 #[test]
 fn no_renewal_is_safe_on_a_strict_subset_of_the_correct_workers_delete_latencies() {
     let axis = "latency.delete=50..1450";
-    let correct = run(&spec("correct", axis, 8, 60));
-    let defective = run(&spec("no-renewal", axis, 8, 60));
+    let correct = run(&spec("steady", "correct", &[axis], 8, 60));
+    let defective = run(&spec("steady", "no-renewal", &[axis], 8, 60));
     let safe = |e: &Envelope| -> Vec<bool> {
         (0..8).map(|x| e.map.class((x, 0)) == Class::Safe).collect()
     };

@@ -35,9 +35,7 @@ use std::sync::Arc;
 use browser::{Image, find_chromium, screenshot};
 use leasesim::catalog::resolve_one;
 use leasesim::envelope::html::{self, CELL, LEFT_TWO_KEYS, PALETTE, REFUSED, SAFE, TOP};
-use leasesim::envelope::{
-    Axis, Class, Envelope, EnvelopeSpec, Index, Mark, PointResult, Search, measure,
-};
+use leasesim::envelope::{Axis, Class, Envelope, EnvelopeSpec, Index, Mark, PointResult, measure};
 use leasesim::fuzz::Progress;
 
 const SEEDS: u64 = 30;
@@ -49,28 +47,18 @@ const WINDOW: (u32, u32) = (1200, 800);
 /// The envelope (see the module docs), checked to hold every kind of cell and a boundary.
 fn envelope() -> Envelope {
     let scenario = resolve_one("holder-long-jobs").expect("a builtin scenario");
-    let situation = scenario
-        .system()
-        .situations()
-        .iter()
-        .position(|(name, _)| *name == "overlap-after-expiry")
+    let mark = Mark::situation(scenario.system(), "overlap-after-expiry")
         .expect("holder-lock has the overlap situation");
+    let axes = ["claim.lifetime_ms=1000..8000", "job.long_share=0..0.5"]
+        .iter()
+        .map(|a| Axis::parse(a).expect("an axis"))
+        .collect();
     let spec = EnvelopeSpec {
-        scenario,
-        worker: "correct".to_string(),
-        factory: None,
-        strategy: leasesim::Strategy::Random,
-        axes: ["claim.lifetime_ms=1000..8000", "job.long_share=0..0.5"]
-            .iter()
-            .map(|a| Axis::parse(a).expect("an axis"))
-            .collect(),
         resolution: RESOLUTION,
-        start_seed: 0,
         seeds: SEEDS,
         jobs: 2,
-        mark: Mark::Situation("overlap-after-expiry", situation),
-        search: Search::Adaptive,
-        seed_timeout_ms: 60_000,
+        mark,
+        ..EnvelopeSpec::new(scenario, "correct", axes)
     };
     let envelope =
         measure(&spec, &Arc::new(Progress::default()), &mut |_| {}).expect("a valid envelope");

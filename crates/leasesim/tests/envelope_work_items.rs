@@ -32,78 +32,22 @@
 //!   while `R <= 40`, and at small `R` in nearly every seed; the correct worker, under a 2,000 ms
 //!   lease, breaks nothing at any `R`. Its safe region is a strict subset of the correct one's.
 
-use std::sync::Arc;
+#[path = "envelope_support/mod.rs"]
+mod support;
 
-use leasesim::catalog::resolve_one;
-use leasesim::envelope::{Axis, Class, Envelope, EnvelopeSpec, Mark, Search, measure};
-use leasesim::fuzz::Progress;
+use leasesim::envelope::{Class, Envelope, EnvelopeSpec, Search};
+use support::{classes, one_boundary, run, spec};
 
 const SCENARIO: &str = "items-steady";
 
-fn spec(worker: &str, axis: &str, resolution: usize, seeds: u64, mark: Mark) -> EnvelopeSpec {
-    EnvelopeSpec {
-        scenario: resolve_one(SCENARIO).expect("a builtin scenario"),
-        worker: worker.to_string(),
-        factory: None,
-        strategy: leasesim::Strategy::Random,
-        axes: vec![Axis::parse(axis).expect("an axis")],
-        resolution,
-        start_seed: 0,
-        seeds,
-        jobs: 2,
-        mark,
-        search: Search::Adaptive,
-        seed_timeout_ms: 60_000,
-    }
-}
-
-fn run(spec: &EnvelopeSpec) -> Envelope {
-    measure(spec, &Arc::new(Progress::default()), &mut |_| {}).expect("a valid envelope")
-}
-
-fn situation(name: &'static str) -> Mark {
-    let situations = resolve_one(SCENARIO).unwrap().system().situations();
-    let index = situations
-        .iter()
-        .position(|(n, _)| *n == name)
-        .expect("a work-items situation");
-    Mark::Situation(name, index)
-}
-
-/// The classes of a 1-D envelope's points, in axis order.
-fn classes(envelope: &Envelope) -> Vec<Class> {
-    (0..envelope.map.width)
-        .map(|x| envelope.map.class((x, 0)))
-        .collect()
-}
-
-/// The values of a 1-D envelope's first axis on each side of its one boundary: `(last of the
-/// low class, first of the high class)` and the two classes.
-fn one_boundary(envelope: &Envelope) -> ((f64, Class), (f64, Class)) {
-    let boundary = envelope.boundary();
-    assert_eq!(
-        boundary.len(),
-        1,
-        "one boundary: {boundary:?}\n{}",
-        leasesim::envelope::render::text(envelope)
-    );
-    let (a, b) = boundary[0];
-    let values = &envelope.axes[0].values;
-    (
-        (values[a.0], envelope.map.class(a)),
-        (values[b.0], envelope.map.class(b)),
-    )
-}
-
 #[test]
 fn a_claim_is_lost_mid_item_where_an_apply_round_trip_nears_the_lease_within_one_step() {
-    let spec = spec(
-        "correct",
-        "latency.apply=570..1020",
-        10,
-        100,
-        situation("lease-lost-mid-item"),
-    );
+    let lost = support::situation(SCENARIO, "lease-lost-mid-item");
+    let axes = ["latency.apply=570..1020"];
+    let spec = EnvelopeSpec {
+        mark: lost,
+        ..spec(SCENARIO, "correct", &axes, 10, 100)
+    };
     let envelope = run(&spec);
     let ((below, below_class), (above, above_class)) = one_boundary(&envelope);
     assert_eq!((below_class, above_class), (Class::Safe, Class::Unsafe));
@@ -123,9 +67,9 @@ fn a_claim_is_lost_mid_item_where_an_apply_round_trip_nears_the_lease_within_one
     assert!(!classes(&envelope).contains(&Class::Refused));
     // Adaptive: fewer points than the grid's ten.
     assert!(
-        envelope.points.len() < 10,
+        envelope.points_run() < 10,
         "{} points",
-        envelope.points.len()
+        envelope.points_run()
     );
 }
 
@@ -133,16 +77,12 @@ fn a_claim_is_lost_mid_item_where_an_apply_round_trip_nears_the_lease_within_one
 fn store_expiry_renewal_is_safe_on_a_strict_subset_of_the_correct_workers_intervals() {
     let axis = "worker.renew_every_ms=5..95";
     // The correct worker's every point measured, so its safe region is not inferred.
-    let mut correct_spec = spec("correct", axis, 10, 60, Mark::Violations);
-    correct_spec.search = Search::Grid;
-    let correct = run(&correct_spec);
-    let defective = run(&spec(
-        "store-expiry-renewal",
-        axis,
-        10,
-        60,
-        Mark::Violations,
-    ));
+    let correct_spec = spec(SCENARIO, "correct", &[axis], 10, 60);
+    let correct = run(&EnvelopeSpec {
+        search: Search::Grid,
+        ..correct_spec
+    });
+    let defective = run(&spec(SCENARIO, "store-expiry-renewal", &[axis], 10, 60));
     let safe =
         |e: &Envelope| -> Vec<bool> { classes(e).into_iter().map(|c| c == Class::Safe).collect() };
     let (correct_safe, defective_safe) = (safe(&correct), safe(&defective));

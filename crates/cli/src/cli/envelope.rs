@@ -90,32 +90,20 @@ fn mark_of(
     let Some(name) = &args.situation else {
         return Ok(Mark::Violations);
     };
-    let situations = system.situations();
-    match situations.iter().position(|(n, _)| n == name) {
-        Some(index) => Ok(Mark::Situation(situations[index].0, index)),
-        None => Err(UsageError::UnknownName {
-            what: "situation",
-            given: name.clone(),
-            valid: situations.iter().map(|(n, _)| n.to_string()).collect(),
-        }),
-    }
+    Mark::situation(system, name).ok_or_else(|| UsageError::UnknownName {
+        what: "situation",
+        given: name.clone(),
+        valid: system
+            .situations()
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect(),
+    })
 }
 
 fn spec_of(args: &EnvelopeArgs) -> Result<EnvelopeSpec, UsageError> {
     let scenario = single_scenario(&args.scenario, &args.target)?;
     let mark = mark_of(args, scenario.system())?;
-    if args.vary.len() > 2 {
-        return Err(UsageError::BadValue {
-            flag: "--vary",
-            given: args
-                .vary
-                .iter()
-                .map(|a| a.key.clone())
-                .collect::<Vec<_>>()
-                .join(", "),
-            why: "an envelope varies one key or two".into(),
-        });
-    }
     if let Some(path) = &args.html {
         prepare_output(path, "the envelope's map")?;
     }

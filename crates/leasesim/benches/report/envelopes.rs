@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leasesim::envelope::{Axis, Class, EnvelopeSpec, Mark, Search, measure};
+use leasesim::envelope::{Axis, Class, EnvelopeSpec, Search, measure};
 use leasesim::fuzz::Progress;
 
 use crate::page::EnvelopeFigure;
@@ -81,22 +81,17 @@ fn spec(
     seeds: u64,
     search: Search,
 ) -> EnvelopeSpec {
+    let scenario = leasesim::catalog::resolve_one(scenario).expect("a builtin scenario");
+    let axes = axes
+        .iter()
+        .map(|a| Axis::parse(a).expect("an axis"))
+        .collect();
+    // Every core (the default), as the command runs it.
     EnvelopeSpec {
-        scenario: leasesim::catalog::resolve_one(scenario).expect("a builtin scenario"),
-        worker: worker.to_string(),
-        factory: None,
-        strategy: leasesim::Strategy::Random,
-        axes: axes
-            .iter()
-            .map(|a| Axis::parse(a).expect("an axis"))
-            .collect(),
         resolution,
-        start_seed: 0,
         seeds,
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        mark: Mark::Violations,
         search,
-        seed_timeout_ms: 60_000,
+        ..EnvelopeSpec::new(scenario, worker, axes)
     }
 }
 

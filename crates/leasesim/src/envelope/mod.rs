@@ -23,24 +23,14 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use leasesim::envelope::{Axis, Class, EnvelopeSpec, Mark, Search, measure, render};
+//! use leasesim::envelope::{Axis, Class, EnvelopeSpec, measure, render};
 //!
 //! // Where does `plain-delete` (a release by key name) delete a rival's claim, as the claim's
 //! // lifetime grows past the longest job (6 s)?
-//! let spec = EnvelopeSpec {
-//!     scenario: leasesim::catalog::resolve_one("holder-long-jobs")?,
-//!     worker: "plain-delete".into(),
-//!     factory: None, // `Some(FactorySource::new(..))` for a worker of your own
-//!     strategy: leasesim::Strategy::Random,
-//!     axes: vec![Axis::parse("claim.lifetime_ms=2000..8000")?],
-//!     resolution: 4,
-//!     start_seed: 0,
-//!     seeds: 20,
-//!     jobs: 1,
-//!     mark: Mark::Violations,
-//!     search: Search::Adaptive,
-//!     seed_timeout_ms: 60_000,
-//! };
+//! let scenario = leasesim::catalog::resolve_one("holder-long-jobs")?;
+//! let axes = vec![Axis::parse("claim.lifetime_ms=2000..8000")?];
+//! // `factory: Some(FactorySource::new(..))` checks a worker of your own.
+//! let spec = EnvelopeSpec { resolution: 4, seeds: 20, ..EnvelopeSpec::new(scenario, "plain-delete", axes) };
 //! let envelope = measure(&spec, &Arc::new(Default::default()), &mut |_| {})?;
 //! assert_eq!(envelope.map.class((0, 0)), Class::Unsafe); // 2 s
 //! assert_eq!(envelope.map.class((3, 0)), Class::Safe); // 8 s
@@ -62,7 +52,7 @@ use leasesim_rt::{Feed, Strategy};
 use crate::error::UsageError;
 use crate::fuzz::{FactorySource, Progress, ScenarioCampaign, SeedPlan, run_campaign};
 use crate::overrides::Overrides;
-use crate::systems::{AnyRunner, AnyScenario, ShrunkRun};
+use crate::systems::{AnyRunner, AnyScenario, AnySystem, ShrunkRun};
 pub use axis::{Axis, AxisValues, Shape};
 pub use search::{Class, ClassMap, Index, Search};
 
@@ -200,7 +190,37 @@ pub fn interval(k: u64, n: u64) -> (f64, f64) {
     (lo, hi)
 }
 
+impl Mark {
+    /// The mark of the "sometimes" situation called `name` of `system`; `None` when the system
+    /// has no such situation.
+    pub fn situation(system: &dyn AnySystem, name: &str) -> Option<Mark> {
+        let situations = system.situations();
+        let index = situations.iter().position(|(n, _)| *n == name)?;
+        Some(Mark::Situation(situations[index].0, index))
+    }
+}
+
 impl EnvelopeSpec {
+    /// An envelope of `worker` (a builtin worker's name) on `scenario` over `axes`, with the
+    /// command's defaults: 10 values per axis, 200 seeds from seed 0, random scheduling, every
+    /// core, violations marked, the adaptive search, a 60 s limit per stuck seed.
+    pub fn new(scenario: Arc<dyn AnyScenario>, worker: &str, axes: Vec<Axis>) -> EnvelopeSpec {
+        EnvelopeSpec {
+            scenario,
+            worker: worker.to_string(),
+            factory: None,
+            strategy: Strategy::Random,
+            axes,
+            resolution: 10,
+            start_seed: 0,
+            seeds: 200,
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            mark: Mark::Violations,
+            search: Search::Adaptive,
+            seed_timeout_ms: crate::fuzz::DEFAULT_SEED_TIMEOUT_MS,
+        }
+    }
+
     /// The axes with their values and shapes, checked against the scenario file.
     fn axis_values(&self) -> Result<Vec<AxisValues>, UsageError> {
         let bad = |why: &str| UsageError::BadValue {
