@@ -13,7 +13,11 @@
 //! - *verdict*: the first violation of the checkers (`all_checkers`: every invariant the
 //!   system declares), and the trace hash (FNV-1a over every event, in order).
 //! - *store node*: [`StoreNode`], the system crate's `ClaimStore` applied at the peer's
-//!   virtual time, reporting what it applied.
+//!   virtual time, reporting what it applied. Its keys live in the store process's memory:
+//!   when a peer kills the process (a crash; madsim's `Handle::restart`, turmoil's
+//!   `Sim::bounce`), the node is dropped with it and reports what it held as lost
+//!   (`Note::Forgot` with cause `Restart`, as leasesim's store restart notes it); the process's
+//!   next life starts with an empty store.
 //!
 //! Everything a peer runs is on one thread (turmoil and madsim both run their hosts there),
 //! so the recorder is an `Rc<RefCell<..>>`: reports arrive in the order they happen.
@@ -25,7 +29,7 @@ use std::rc::Rc;
 use leasesim_events::{EPOCH_MS, Event, EventKind, Flow, Phase, ReplicaId, Stamped};
 use leasesim_holder_lock::HolderLock;
 use leasesim_holder_lock::checkers::{CheckConfig, CheckerSet, all_checkers};
-use leasesim_holder_lock::events::{Answer, Applied, Note, Op, Request};
+use leasesim_holder_lock::events::{Answer, Applied, Forgetting, Note, Op, Request};
 use leasesim_holder_lock::store::ClaimStore;
 
 use crate::workload::{ATTEMPT_BOUND_MS, REPLICAS, SAFETY_MS, STOP_AT_MS, claim};
@@ -76,6 +80,9 @@ struct Inner {
     last_ms: u64,
     keep: bool,
     trace: Vec<String>,
+    /// The run ended ([`Recorder::finish`]): later reports (a node dropped as the peer winds
+    /// down) are not part of it.
+    finished: bool,
 }
 
 /// The recorder of one peer run (cheap to clone: every clone reports into the same run).
@@ -105,6 +112,7 @@ impl Recorder {
             last_ms: 0,
             keep,
             trace: Vec::new(),
+            finished: false,
         };
         let recorder = Recorder(Rc::new(RefCell::new(inner)));
         recorder
@@ -146,6 +154,16 @@ impl Recorder {
     pub fn timer_set(&self, replica: ReplicaId, duration_ms: u64, at_ms: u64) {
         let kind = EventKind::TimerSet { duration_ms };
         self.0.borrow_mut().record(at_ms, Event::of(replica, kind));
+    }
+
+    /// A note of the world (the store's, here), not of a replica.
+    pub fn world_note(&self, note: Note, at_ms: u64) {
+        self.0.borrow_mut().record(at_ms, Event::world_note(note));
+    }
+
+    /// Has the run ended ([`Recorder::finish`])?
+    pub fn finished(&self) -> bool {
+        self.0.borrow().finished
     }
 
     /// A note of `replica`.
@@ -196,9 +214,12 @@ impl Recorder {
     /// The run ended at `end_ms`: the end phase, the checkers' final verdict and the hash.
     pub fn finish(&self, end_ms: u64) -> Verdict {
         let mut inner = self.0.borrow_mut();
+        // invariant: a run is judged once; nothing is recorded after its end.
+        assert!(!inner.finished, "a run finished twice");
         let end_ms = end_ms.max(inner.last_ms);
         inner.record(end_ms, Event::world(EventKind::Phase(Phase::End)));
         inner.checkers.finish(end_ms);
+        inner.finished = true;
         let violation = inner
             .checkers
             .take_violation()
@@ -215,6 +236,9 @@ impl Recorder {
 impl Inner {
     /// Records `event` at `at_ms`, after the phase events due at or before it.
     fn record(&mut self, at_ms: u64, event: Event<HolderLock>) {
+        if self.finished {
+            return;
+        }
         if self.phase == Phase::Safety && at_ms >= SAFETY_MS {
             self.phase = Phase::Liveness;
             self.push(SAFETY_MS, Event::world(EventKind::Phase(Phase::Liveness)));
@@ -252,18 +276,22 @@ impl Inner {
 }
 
 /// The store as a node of a peer: the system crate's `ClaimStore`, on the store's clock
-/// (`EPOCH_MS` + the peer's virtual time), reporting each apply.
+/// (`EPOCH_MS` + the peer's virtual time), reporting each apply, and what it held when its
+/// process ends (see the module docs).
 pub struct StoreNode {
     store: ClaimStore,
     recorder: Recorder,
+    /// The peer's virtual time in ms, read when the node is dropped.
+    now_ms: Box<dyn Fn() -> u64>,
 }
 
 impl StoreNode {
-    /// A store with compare-and-delete, reporting to `recorder`.
-    pub fn new(recorder: Recorder) -> StoreNode {
+    /// A store with compare-and-delete, reporting to `recorder`, on the peer's clock `now_ms`.
+    pub fn new(recorder: Recorder, now_ms: impl Fn() -> u64 + 'static) -> StoreNode {
         StoreNode {
             store: ClaimStore::new(true),
             recorder,
+            now_ms: Box::new(now_ms),
         }
     }
 
@@ -272,5 +300,24 @@ impl StoreNode {
         let (applied, answer) = self.store.apply(replica, request, EPOCH_MS + at_ms);
         self.recorder.applied(replica, call, applied, at_ms);
         answer
+    }
+}
+
+impl Drop for StoreNode {
+    /// The store's process ended: a crash while the run goes on loses every key, noted as
+    /// leasesim's store restart notes it (nothing is noted once the run has ended).
+    fn drop(&mut self) {
+        if self.recorder.finished() {
+            return;
+        }
+        let at_ms = (self.now_ms)();
+        for loss in self.store.restart(EPOCH_MS + at_ms).into_iter().flatten() {
+            // invariant: a restart forgets; it restores nothing.
+            debug_assert!(loss.restored.is_none());
+            let (key, lost) = (loss.key, loss.lost);
+            let cause = Forgetting::Restart;
+            self.recorder
+                .world_note(Note::Forgot { key, cause, lost }, at_ms);
+        }
     }
 }

@@ -1,18 +1,24 @@
 //! The holder-lock settings the sides run: the builtin scenario `holder-long-jobs`
 //! (scenarios/holder-lock/holder-long-jobs.toml, the constants below and [`LONG_JOBS`]), and
-//! `holder-slow-release` with lost replies ([`SLOW_RELEASE`]).
+//! `holder-slow-release` with lost replies ([`SLOW_RELEASE`]), and `holder-volatile` with store
+//! restarts only ([`VOLATILE`]).
 //!
 //! Terminology:
 //! - *workload*: [`Workload`], one setting: its scenario, claim, jobs, gaps, latency and
 //!   faults. A process measures one; [`select`] picks it once (the command line's
 //!   `--workload`), [`current`] is the one picked ([`LONG_JOBS`] unless another was).
-//! - *slow operation*: an operation whose legs take [`Workload::slow_ms`] instead of
-//!   [`LATENCY_MS`] (`holder-slow-release`: `delete_if_holder`, `get`, `delete`, `set`).
+//! - *slow operation*: an operation of [`Workload::slow_ops`], whose legs take
+//!   [`Workload::slow_ms`] instead of [`LATENCY_MS`] (`holder-slow-release`:
+//!   `delete_if_holder`, `get`, `delete`, `set`; `holder-volatile`: `create`, `renew`,
+//!   `delete_if_holder`).
 //! - *lost reply*: the store applied the call, its reply never arrives; the caller's
 //!   [`CALL_TIMEOUT_MS`] answers `Timeout`.
 //! - *pause ticker*: per replica, every [`Pauses::every_ms`] in the safety phase, with
 //!   probability [`Pauses::probability`], the replica's process stops for
 //!   [`Pauses::duration_ms`] (leasesim's `[faults.pause]`).
+//! - *store restart*: every [`Restarts::every_ms`] in the safety phase, with probability
+//!   [`Restarts::probability`], the store's process crashes and starts again without
+//!   persistence: every key it held is gone (leasesim's `[faults.store_restart]`).
 //! - *safety phase*: the first [`SAFETY_MS`] of virtual time; *liveness phase*: the next
 //!   [`LIVENESS_MS`]; then every replica is stopped ([`STOP_AT_MS`]) and the run ends once
 //!   every stop returned and every driver ended.
@@ -57,6 +63,13 @@ pub struct Pauses {
     pub duration_ms: (u64, u64),
 }
 
+/// Store restarts without persistence (leasesim's `[faults.store_restart]`), safety phase only.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Restarts {
+    pub probability: f64,
+    pub every_ms: (u64, u64),
+}
+
 /// One holder-lock setting (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Workload {
@@ -75,11 +88,14 @@ pub struct Workload {
     pub long_share: f64,
     pub step_ms: u64,
     pub run_every_ms: (u64, u64),
+    /// The operations (by `Op` name) whose legs take [`Workload::slow_ms`].
+    pub slow_ops: &'static [&'static str],
     /// The legs of slow operations (`None`: every operation takes [`LATENCY_MS`]).
     pub slow_ms: Option<(u64, u64)>,
     /// Share of the store's replies lost.
     pub reply_lost: f64,
     pub pauses: Option<Pauses>,
+    pub store_restarts: Option<Restarts>,
     /// The defective workers measured (`None`: every one).
     pub workers: Option<&'static [&'static str]>,
 }
@@ -97,9 +113,11 @@ pub const LONG_JOBS: Workload = Workload {
     long_share: LONG_SHARE,
     step_ms: STEP_MS,
     run_every_ms: RUN_EVERY_MS,
+    slow_ops: &[],
     slow_ms: None,
     reply_lost: 0.0,
     pauses: None,
+    store_restarts: None,
     workers: None,
 };
 
@@ -129,6 +147,7 @@ pub const SLOW_RELEASE: Workload = Workload {
     long_share: 0.0,
     step_ms: 500,
     run_every_ms: (50, 1_000),
+    slow_ops: &SLOW_OPS,
     slow_ms: Some((20, 400)),
     reply_lost: 0.02,
     pauses: Some(Pauses {
@@ -136,11 +155,46 @@ pub const SLOW_RELEASE: Workload = Workload {
         every_ms: (500, 2_000),
         duration_ms: (1_500, 5_000),
     }),
+    store_restarts: None,
     workers: Some(&["read-then-delete", "side-key", "trust-from-answer"]),
 };
 
+/// `holder-volatile` with its evictions and failovers off and its safety phase as long as the
+/// others' (30 s): the store restarts without persistence, the one fault of the three a
+/// peer expresses as a crash and restart of a process (madsim: `Handle::restart` of the store
+/// node; turmoil: `Sim::bounce` of the store host). The two workers only a restart catches
+/// here: a plain delete frees a rival's claim taken after the restart, a swallowed release
+/// hides that the claim was gone.
+pub const VOLATILE: Workload = Workload {
+    name: "holder-volatile+restarts-only",
+    scenario: "holder-volatile",
+    overrides: &[
+        ("duration_ms", 30_000.0),
+        ("faults.evict.probability", 0.0),
+        ("faults.failover.probability", 0.0),
+    ],
+    faults: "latency (create, renew, delete_if_holder 1-30 ms a leg), store restarts without \
+             persistence (every 3-8 s with probability 0.2, safety phase only)",
+    lifetime_ms: 2_500,
+    renew_every_ms: Some(600),
+    job_ms: (1_000, 4_000),
+    long_job_ms: (1_000, 4_000),
+    long_share: 0.0,
+    step_ms: 250,
+    run_every_ms: (20, 300),
+    slow_ops: &["create", "renew", "delete_if_holder"],
+    slow_ms: Some((1, 30)),
+    reply_lost: 0.0,
+    pauses: None,
+    store_restarts: Some(Restarts {
+        probability: 0.2,
+        every_ms: (3_000, 8_000),
+    }),
+    workers: Some(&["plain-delete", "swallowed-release"]),
+};
+
 /// Every workload, by name.
-pub const WORKLOADS: [Workload; 2] = [LONG_JOBS, SLOW_RELEASE];
+pub const WORKLOADS: [Workload; 3] = [LONG_JOBS, SLOW_RELEASE, VOLATILE];
 
 static CURRENT: OnceLock<Workload> = OnceLock::new();
 
@@ -149,7 +203,7 @@ pub fn select(name: &str) -> Result<Workload, String> {
     let workload = WORKLOADS
         .into_iter()
         .find(|w| w.name == name)
-        .ok_or_else(|| format!("no workload `{name}` ({LONG_JOBS_NAME}, {SLOW_NAME})"))?;
+        .ok_or_else(|| format!("no workload `{name}` ({})", names().join(", ")))?;
     let chosen = *CURRENT.get_or_init(|| workload);
     match chosen == workload {
         true => Ok(workload),
@@ -157,8 +211,10 @@ pub fn select(name: &str) -> Result<Workload, String> {
     }
 }
 
-const LONG_JOBS_NAME: &str = LONG_JOBS.name;
-const SLOW_NAME: &str = SLOW_RELEASE.name;
+/// The names `--workload` takes.
+pub fn names() -> Vec<&'static str> {
+    WORKLOADS.iter().map(|w| w.name).collect()
+}
 
 /// The workload of this process ([`LONG_JOBS`] unless [`select`] picked another).
 pub fn current() -> &'static Workload {
@@ -179,7 +235,7 @@ impl Workload {
     /// [`LATENCY_MS`]; this is what a slow operation adds to reach [`Workload::slow_ms`].
     pub fn extra_leg_ms(&self, op: &str, rng: &mut Rng) -> u64 {
         match self.slow_ms {
-            Some((min, max)) if SLOW_OPS.contains(&op) => rng
+            Some((min, max)) if self.slow_ops.contains(&op) => rng
                 .range(min, max)
                 .saturating_sub(rng.range(LATENCY_MS.0, LATENCY_MS.1)),
             _ => 0,

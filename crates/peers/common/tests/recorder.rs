@@ -1,10 +1,10 @@
 //! The shared pieces against what they stand for: the workload against the builtin scenario
 //! it is taken from, and the recorder's verdicts against hand-written histories.
 
-use leasesim_events::ReplicaId;
-use leasesim_holder_lock::events::{EndKind, Key, Note, Op, ReleaseKind, Request};
+use leasesim_events::{OpSet, ReplicaId};
+use leasesim_holder_lock::events::{EndKind, Forgetting, Key, Note, Op, ReleaseKind, Request};
 use leasesim_holder_lock::load_scenario;
-use peers_common::recorder::{Recorder, StoreNode};
+use peers_common::recorder::{Recorder, StoreNode, Verdict};
 use peers_common::workload;
 
 const R1: ReplicaId = ReplicaId(0);
@@ -81,6 +81,59 @@ fn the_second_workload_is_holder_slow_release() {
     assert!(w.overrides.iter().all(|(_, share)| *share == w.reply_lost));
 }
 
+#[test]
+fn the_third_workload_is_holder_volatile_with_restarts_only() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../scenarios/holder-lock/holder-volatile.toml"
+    );
+    let scenario = load_scenario(std::path::Path::new(path)).expect("the builtin scenario");
+    let w = workload::VOLATILE;
+    assert_eq!(scenario.name, w.scenario);
+    assert_eq!(scenario.replicas, workload::REPLICAS);
+    assert_eq!(scenario.liveness_ms, workload::LIVENESS_MS);
+    assert_eq!(scenario.settings.claim, w.claim());
+    let every = scenario.schedule.run_every_ms;
+    assert_eq!((every.min, every.max), w.run_every_ms);
+    let job = &scenario.settings.job;
+    assert_eq!((job.duration_ms.min, job.duration_ms.max), w.job_ms);
+    assert_eq!(job.long_share.get(), w.long_share);
+    assert_eq!(job.step_ms.get(), w.step_ms);
+    for op in [Op::Create, Op::Renew, Op::DeleteIfHolder] {
+        let latency = scenario.latency.get(op);
+        assert_eq!(Some((latency.min, latency.max)), w.slow_ms, "{op:?}");
+        assert!(w.slow_ops.contains(&op.name()), "{op:?}");
+    }
+    let restart = &scenario.settings.forgetting[Forgetting::Restart.index()];
+    let restarts = w.store_restarts.expect("store restarts");
+    assert_eq!(restart.probability.get(), restarts.probability);
+    assert_eq!(
+        (restart.every_ms.min, restart.every_ms.max),
+        restarts.every_ms
+    );
+    assert_eq!(scenario.faults.timeout_ms.get(), workload::CALL_TIMEOUT_MS);
+    // The file also evicts and fails over, and runs 40 s of safety: the overrides take the
+    // first two away and shorten the third to the other workloads' 30 s.
+    for cause in [Forgetting::Eviction, Forgetting::Failover] {
+        assert!(
+            scenario.settings.forgetting[cause.index()]
+                .probability
+                .get()
+                > 0.0
+        );
+    }
+    assert_eq!(scenario.duration_ms, 40_000);
+    let overrides: Vec<(&str, f64)> = w.overrides.to_vec();
+    assert_eq!(
+        overrides,
+        [
+            ("duration_ms", workload::SAFETY_MS as f64),
+            ("faults.evict.probability", 0.0),
+            ("faults.failover.probability", 0.0),
+        ]
+    );
+}
+
 /// `replica` sends `request` at `at_ms`, the store applies it 1 ms later, the answer lands
 /// 1 ms after that.
 fn call(
@@ -107,7 +160,7 @@ fn create(token: u64) -> Request {
 /// release at 4,000 ms is `release`.
 fn story(release: Request) -> Option<String> {
     let recorder = Recorder::new(false);
-    let mut store = StoreNode::new(recorder.clone());
+    let mut store = StoreNode::new(recorder.clone(), || 0);
     recorder.note(R1, Note::AttemptStarted { attempt: 1 }, 100);
     call(&recorder, &mut store, R1, create(1 << 32 | 1), 100);
     recorder.note(
@@ -158,7 +211,7 @@ fn a_conditional_release_of_a_claim_gone_is_no_violation_yet() {
 fn a_finished_history_passes_and_hashes_the_same_twice() {
     let run = || {
         let recorder = Recorder::new(false);
-        let mut store = StoreNode::new(recorder.clone());
+        let mut store = StoreNode::new(recorder.clone(), || 0);
         recorder.note(R1, Note::AttemptStarted { attempt: 1 }, 100);
         call(&recorder, &mut store, R1, create(1 << 32 | 1), 100);
         recorder.note(
@@ -197,4 +250,45 @@ fn a_finished_history_passes_and_hashes_the_same_twice() {
     // three notes, three stops called and returned) and four phases (safety, liveness,
     // shutdown, end).
     assert_eq!(first.events, 21);
+}
+
+/// r1 claims at 100 ms for a 3,800 ms job; the store's process crashes at 1,000 ms (its node
+/// dropped, a fresh one started); r2 claims at 1,500 ms and starts its job beside r1's.
+fn crash_story() -> (Recorder, Verdict) {
+    let recorder = Recorder::new(true);
+    let mut store = StoreNode::new(recorder.clone(), || 1_000);
+    recorder.note(R1, Note::AttemptStarted { attempt: 1 }, 100);
+    call(&recorder, &mut store, R1, create(1 << 32 | 1), 100);
+    let job = Note::JobStarted {
+        duration_ms: 3_800,
+        steps: 1,
+    };
+    recorder.note(R1, job, 102);
+    drop(store);
+    let mut store = StoreNode::new(recorder.clone(), || 0);
+    recorder.note(R2, Note::AttemptStarted { attempt: 1 }, 1_500);
+    call(&recorder, &mut store, R2, create(2 << 32 | 2), 1_500);
+    recorder.note(R2, job, 1_502);
+    let verdict = recorder.clone().finish(1_502);
+    drop(store);
+    (recorder, verdict)
+}
+
+#[test]
+fn a_store_crash_is_noted_as_a_restart_that_lost_the_live_claim() {
+    let (recorder, verdict) = crash_story();
+    // r2's job beside r1's is explained: the store forgot r1's claim.
+    assert_eq!(verdict.violation, None);
+    let trace = verdict.trace;
+    let forgot: Vec<&String> = trace
+        .iter()
+        .filter(|line| line.contains("Forgot"))
+        .collect();
+    assert_eq!(forgot.len(), 1, "{trace:#?}");
+    assert!(forgot[0].starts_with("t=    1000ms"), "{}", forgot[0]);
+    assert!(forgot[0].contains("Restart"), "{}", forgot[0]);
+    assert!(forgot[0].contains("lost: Some"), "{}", forgot[0]);
+    // The second store's drop after the run's end adds nothing.
+    assert!(recorder.finished());
+    assert_eq!(trace.iter().filter(|l| l.contains("Forgot")).count(), 1);
 }

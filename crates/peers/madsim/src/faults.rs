@@ -12,16 +12,25 @@
 //!   `probability`, paused for `duration_ms`, safety phase only; each pause is recorded
 //!   (`Paused { until_ms }`, `Resumed`), as leasesim's world records it, so the checkers know
 //!   which attempts ran paused.
+//! - *store restart*: `Handle::kill` then `Handle::restart` of the store node, which drops every task of its life
+//!   (the keys with them; the `StoreNode` reports what it held as lost) and runs its `init`
+//!   again: an empty store on the same address. Drawn as leasesim's `[faults.store_restart]`
+//!   ticker draws it: every `every_ms`, with `probability`, safety phase only. A call the
+//!   store node had taken in but not answered at that instant would lose its answer (the
+//!   caller's timeout answers); leasesim's restart falls between two calls.
 //! - *crash*: `Handle::kill` of a replica's node (every task dropped, mid-attempt), then
 //!   `Handle::restart`, which runs the node's `init` again: a fresh worker.
 //!
 //! `holder-long-jobs` has latency only; `holder-slow-release+lost-replies` loses the workload's
-//! share of replies and pauses with the workload's settings. Beyond the workload, on request
-//! (`--faults loss,pause,crash`), drawn in the safety phase from madsim's seeded generator:
-//! 2 % of replies lost; pauses with the workload's settings or else `holder-pauses`'s (every
-//! 0.5..2 s, with probability 0.6, for 1.5..5 s); crashes every 3..8 s with probability 0.3,
-//! one replica down for 0.5..2 s (leasesim has no crash to copy; no workload uses them: a
-//! restarted replica's releases are credited to its old life, failing `release-reported`).
+//! share of replies and pauses with the workload's settings; `holder-volatile+restarts-only`
+//! restarts the store with the workload's settings. Beyond the workload, on request
+//! (`--faults loss,pause,restart,crash`), drawn in the safety phase from madsim's seeded
+//! generator: 2 % of replies lost; pauses with the workload's settings or else
+//! `holder-pauses`'s (every 0.5..2 s, with probability 0.6, for 1.5..5 s); store restarts with
+//! the workload's settings or else `holder-volatile`'s (every 3..8 s, probability 0.2); replica
+//! crashes every 3..8 s with probability 0.3, one replica down for 0.5..2 s (leasesim's
+//! holder-lock has no replica crash to copy, and no workload uses them: a restarted replica's
+//! releases are credited to its old life, failing `release-reported`).
 
 use std::ops::Range;
 use std::time::Duration;
@@ -32,7 +41,7 @@ use madsim::rand::{Rng, thread_rng};
 use madsim::runtime::{Handle, NodeHandle};
 use peers_common::ports::PeerTime;
 use peers_common::recorder::Recorder;
-use peers_common::workload::{self, Pauses};
+use peers_common::workload::{self, Pauses, Restarts};
 
 use crate::time::MadsimTime;
 
@@ -42,11 +51,12 @@ pub struct Faults {
     /// Share of the store's replies lost.
     pub loss: f64,
     pub pause: bool,
+    pub store_restart: bool,
     pub crash: bool,
 }
 
 impl Faults {
-    /// `loss`, `pause`, `crash`, comma-separated (`none`: the workload's).
+    /// `loss`, `pause`, `restart`, `crash`, comma-separated (`none`: the workload's).
     pub fn parse(text: &str) -> Result<Faults, String> {
         let mut faults = Faults::of_workload();
         for name in text
@@ -56,8 +66,11 @@ impl Faults {
             match name {
                 "loss" => faults.loss = 0.02,
                 "pause" => faults.pause = true,
+                "restart" => faults.store_restart = true,
                 "crash" => faults.crash = true,
-                other => return Err(format!("no fault `{other}` (loss, pause, crash)")),
+                other => {
+                    return Err(format!("no fault `{other}` (loss, pause, restart, crash)"));
+                }
             }
         }
         Ok(faults)
@@ -65,12 +78,14 @@ impl Faults {
 }
 
 impl Faults {
-    /// The current workload's faults: its share of lost replies, its pauses.
+    /// The current workload's faults: its share of lost replies, its pauses, its store
+    /// restarts.
     pub fn of_workload() -> Faults {
         let workload = workload::current();
         Faults {
             loss: workload.reply_lost,
             pause: workload.pauses.is_some(),
+            store_restart: workload.store_restarts.is_some(),
             crash: false,
         }
     }
@@ -82,6 +97,15 @@ fn pauses() -> Pauses {
         probability: 0.6,
         every_ms: (500, 2_000),
         duration_ms: (1_500, 5_000),
+    })
+}
+
+/// The store restarts a run with `store_restart` draws: the workload's, else
+/// `holder-volatile`'s.
+fn restarts() -> Restarts {
+    workload::current().store_restarts.unwrap_or(Restarts {
+        probability: 0.2,
+        every_ms: (3_000, 8_000),
     })
 }
 
@@ -144,8 +168,31 @@ async fn pauser(ticker: Ticker<'_>, pauses: Pauses) {
     }
 }
 
-/// Pauses and crashes replicas during the safety phase, as `faults` asks.
-pub async fn inject(handle: &Handle, replicas: &[NodeHandle], faults: Faults, recorder: &Recorder) {
+/// The store's restart ticker (see the module docs), until the safety phase ends.
+async fn restarter(handle: &Handle, store: &NodeHandle, restarts: Restarts) {
+    let time = MadsimTime::current();
+    loop {
+        madsim::time::sleep(Duration::from_millis(draw_ms(restarts.every_ms))).await;
+        if time.now_ms() >= workload::SAFETY_MS {
+            return;
+        }
+        if thread_rng().gen_bool(restarts.probability) {
+            // kill first: it closes the node's sockets, so the next life can bind its address.
+            handle.kill(store.id());
+            handle.restart(store.id());
+        }
+    }
+}
+
+/// Pauses and crashes replicas and restarts the store during the safety phase, as `faults`
+/// asks.
+pub async fn inject(
+    handle: &Handle,
+    store: &NodeHandle,
+    replicas: &[NodeHandle],
+    faults: Faults,
+    recorder: &Recorder,
+) {
     let time = &MadsimTime::current();
     let tickers = replicas.iter().enumerate().map(|(index, node)| {
         let id = ReplicaId(u16::try_from(index).expect("few replicas"));
@@ -174,5 +221,10 @@ pub async fn inject(handle: &Handle, replicas: &[NodeHandle], faults: Faults, re
             }
         }
     };
-    futures::future::join(pauses, crashes).await;
+    let restarts = async {
+        if faults.store_restart {
+            restarter(handle, store, restarts()).await;
+        }
+    };
+    futures::future::join3(pauses, crashes, restarts).await;
 }

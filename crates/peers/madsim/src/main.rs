@@ -6,8 +6,8 @@
 //! - *side*: this binary is the madsim side of the peers' side-by-side
 //!   (crates/peers/README.md): `measure` prints its figures, `run` one run.
 //! - *run*: one madsim `Runtime` seeded with the run's seed ([`world`]).
-//! - *faults*: the workload's latency through madsim's network configuration; lost messages,
-//!   pauses and crashes through madsim's own means on request ([`faults`]).
+//! - *faults*: the workload's latency through madsim's network configuration; lost replies,
+//!   pauses, store restarts and replica crashes through madsim's own means ([`faults`]).
 //!
 //! Build and run with `RUSTFLAGS="--cfg madsim"` (madsim's simulator is compiled in only then):
 //!
@@ -42,17 +42,21 @@ fn cannot_express() -> Vec<String> {
          timers cannot run slower than the store's"
             .to_string(),
     ];
-    if peers_common::workload::current().pauses.is_some() {
+    let workload = peers_common::workload::current();
+    if workload.slow_ms.is_some() {
         items.push(
             "per-operation latency: madsim's send_latency is one range for every message; the \
              slow legs are the shared store port's waits on top of madsim's 1-6 ms"
                 .into(),
         );
+    }
+    if workload.pauses.is_some() || workload.store_restarts.is_some() {
         items.push(
-            "crash and restart (left out on every side): Handle::kill/restart work, but a \
+            "replica crash and restart (on no side): Handle::kill/restart work, but a \
              restarted replica's releases are credited to its old life and fail \
-             release-reported for the correct worker, and leasesim's scenario has no crash to \
-             mirror"
+             release-reported for the correct worker, and leasesim's holder-lock has no replica \
+             crash to mirror (its stopped replicas restart with a fresh worker after stop() \
+             returned)"
                 .into(),
         );
     }

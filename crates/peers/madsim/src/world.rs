@@ -7,6 +7,9 @@
 //!   gaps, token parts) come from the replicas' seeded generators.
 //! - *supervisor*: the future given to `block_on`, madsim's "main node": it creates the nodes,
 //!   injects faults through the runtime `Handle`, and waits for every replica's life to end.
+//! - *store life*: the store node's `init` starts an empty store; `Handle::restart` of the
+//!   node (a store restart) drops the old life's tasks and keys, and its `StoreNode` reports
+//!   what it held as lost.
 //! - *node life*: what a node's `init` closure starts; madsim runs it again on `restart`, so
 //!   a restarted replica starts a fresh worker (its generator reseeded with its life number).
 //! - *run context*: the recorder and clock of the current run, in a thread-local: madsim
@@ -89,7 +92,9 @@ pub async fn supervise(spec: RunSpec) -> Verdict {
         .ip(IpAddr::V4(store::STORE_IP))
         .init(|| async {
             let context = current_run();
-            store::store_node(StoreNode::new(context.recorder), context.time).await;
+            let clock = context.time.clone();
+            let node = StoreNode::new(context.recorder, move || clock.now_ms());
+            store::store_node(node, context.time).await;
         })
         .build();
     let (done, mut ended) = mpsc::unbounded();
@@ -105,7 +110,7 @@ pub async fn supervise(spec: RunSpec) -> Verdict {
     let limit = Duration::from_millis(workload::STOP_AT_MS + GRACE_MS);
     let faulted = futures::future::join(
         lives_ended,
-        faults::inject(&handle, &replicas, spec.faults, &recorder),
+        faults::inject(&handle, &store, &replicas, spec.faults, &recorder),
     );
     let _ = madsim::time::timeout(limit, faulted).await;
     let verdict = recorder.finish(time.now_ms());
@@ -187,6 +192,7 @@ mod tests {
         let faults = Faults {
             loss: 0.02,
             pause: true,
+            store_restart: true,
             crash: false,
         };
         let verdict = supervise(RunSpec {

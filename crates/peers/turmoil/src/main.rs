@@ -13,13 +13,17 @@
 //!   store port's slow legs when the workload has slow operations. *Lost reply*: turmoil's
 //!   `fail_rate` loses messages on a link in both directions, requests too, so the store host
 //!   applies the call and withholds its reply itself, with the workload's probability drawn
-//!   from the store's own seeded stream ([`STORE_STREAM`]). Pauses turmoil cannot express;
-//!   see [`cannot_express`] for the others.
+//!   from the store's own seeded stream ([`STORE_STREAM`]). *Store restart*: `Sim::bounce`
+//!   of the store host between two steps, drawn as leasesim's `[faults.store_restart]` ticker
+//!   draws it (every `every_ms`, with `probability`, safety phase only) from its own stream
+//!   ([`RESTART_STREAM`]): the host's software is dropped (its `StoreNode` reports the keys it
+//!   held as lost) and started again with an empty store. Pauses turmoil cannot express; see
+//!   [`cannot_express`] for the others.
 //! - *seed*: `Builder::rng_seed` seeds turmoil's network draws; the workload's own draws
 //!   (jobs, gaps, tokens) come from per-replica `peers_common::rng::Rng` streams of the same
 //!   seed.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::rc::Rc;
@@ -40,6 +44,8 @@ use turmoil::net::UdpSocket;
 const STORE_PORT: u16 = 9000;
 /// The store host's generator stream (the replicas' are 1..=3): which replies it loses.
 const STORE_STREAM: u64 = 100;
+/// The run's generator stream that draws the store restarts.
+const RESTART_STREAM: u64 = 101;
 
 /// Turmoil's virtual time, as every host sees it, and `tokio::time` timers.
 #[derive(Clone, Copy)]
@@ -93,12 +99,15 @@ impl UdpTransport {
     }
 }
 
-/// The store host: applies every request frame it receives and answers it (but for the
-/// replies the workload loses).
-async fn store_host(recorder: Recorder, seed: u64) -> turmoil::Result {
+/// One life of the store host (`life` counts from 0; a bounce starts the next): applies every
+/// request frame it receives and answers it (but for the replies the workload loses).
+async fn store_host(recorder: Recorder, seed: u64, life: u64) -> turmoil::Result {
     let socket = UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), STORE_PORT)).await?;
-    let mut node = StoreNode::new(recorder);
-    let mut losses = Rng::new(seed, STORE_STREAM);
+    let mut node = StoreNode::new(recorder, || TurmoilTime.now_ms());
+    let mut losses = Rng::new(
+        seed ^ life.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        STORE_STREAM,
+    );
     let lost = workload::current().reply_lost;
     let mut buffer = [0u8; 64];
     loop {
@@ -144,12 +153,45 @@ fn simulation<'a>(seed: u64) -> turmoil::Sim<'a> {
         .build()
 }
 
+/// The store's restart ticker: when its next tick falls, and what draws it.
+struct Restarter {
+    next_ms: u64,
+    rng: Rng,
+}
+
+impl Restarter {
+    fn new(seed: u64) -> Option<Restarter> {
+        let restarts = workload::current().store_restarts?;
+        let mut rng = Rng::new(seed, RESTART_STREAM);
+        let next_ms = rng.range(restarts.every_ms.0, restarts.every_ms.1);
+        Some(Restarter { next_ms, rng })
+    }
+
+    /// Bounces the store host if a tick fell by `sim`'s elapsed time and it strikes.
+    fn tick(&mut self, sim: &mut turmoil::Sim<'_>) {
+        let restarts = workload::current().store_restarts.expect("a restarter");
+        let now_ms = u64::try_from(sim.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if now_ms < self.next_ms || self.next_ms >= workload::SAFETY_MS {
+            return;
+        }
+        if self.rng.coin(restarts.probability) {
+            sim.bounce("store");
+        }
+        self.next_ms += self.rng.range(restarts.every_ms.0, restarts.every_ms.1);
+    }
+}
+
 /// One run of `worker` with `seed`, judged; ends at the first violation, as leasesim does.
 fn run_once(worker: &str, seed: u64, keep: bool) -> Verdict {
     let recorder = Recorder::new(keep);
     let mut sim = simulation(seed);
     let store_recorder = recorder.clone();
-    sim.host("store", move || store_host(store_recorder.clone(), seed));
+    let lives = Rc::new(Cell::new(0u64));
+    sim.host("store", move || {
+        let life = lives.replace(lives.get() + 1);
+        store_host(store_recorder.clone(), seed, life)
+    });
+    let mut restarter = Restarter::new(seed);
     for index in 0..REPLICAS {
         let id = ReplicaId(index);
         let replica = Replica::new(id, TurmoilTime, recorder.clone(), seed);
@@ -160,6 +202,9 @@ fn run_once(worker: &str, seed: u64, keep: bool) -> Verdict {
         if finished || recorder.violated() {
             break;
         }
+        if let Some(restarter) = restarter.as_mut() {
+            restarter.tick(&mut sim);
+        }
     }
     let end_ms = u64::try_from(sim.elapsed().as_millis()).unwrap_or(u64::MAX);
     recorder.finish(end_ms)
@@ -168,31 +213,44 @@ fn run_once(worker: &str, seed: u64, keep: bool) -> Verdict {
 /// What turmoil cannot express of the faults leasesim injects (`holder-long-jobs` itself has
 /// only latency).
 fn cannot_express() -> Vec<String> {
+    let workload = workload::current();
     let pause = "process pause: turmoil has no way to freeze one host's tasks and timers while \
                  the others run (hold() stops messages, not the process)";
-    let common = [
-        "clock drift / slow timers: every host's tokio clock advances by the same tick",
-        "latency distribution: turmoil draws latency from an exponential curve between the \
-         bounds; leasesim's scenario draws it uniformly",
-    ];
-    if workload::current().pauses.is_none() {
-        let lost = "request lost vs reply lost: fail_rate drops messages on a link without \
-                    saying which leg; the recorder sees only a timeout";
-        return [pause, common[0], common[1], lost]
-            .map(String::from)
-            .to_vec();
+    let mut items = vec![match workload.pauses {
+        Some(_) => {
+            format!("{pause}: this workload's pauses are left out, turmoil runs it without them")
+        }
+        None => pause.to_string(),
+    }];
+    if workload.reply_lost > 0.0 {
+        items.push(
+            "a lost reply alone: fail_rate loses messages on a link both ways (requests too), \
+             so the store host applies the call and withholds its reply itself (a seeded draw)"
+                .into(),
+        );
+    } else {
+        items.push(
+            "request lost vs reply lost: fail_rate drops messages on a link without saying \
+             which leg; the recorder sees only a timeout"
+                .into(),
+        );
     }
-    [
-        &format!("{pause}: this workload's pauses are left out, turmoil runs it without them"),
-        "a lost reply alone: fail_rate loses messages on a link both ways (requests too), so \
-         the store host applies the call and withholds its reply itself (a seeded draw)",
-        "per-operation latency: turmoil's latency is per link, not per message kind; the slow \
-         legs are the shared store port's waits on top of turmoil's 1-5 ms",
-        common[0],
-        common[1],
-    ]
-    .map(String::from)
-    .to_vec()
+    if workload.slow_ms.is_some() {
+        items.push(
+            "per-operation latency: turmoil's latency is per link, not per message kind; the \
+             slow legs are the shared store port's waits on top of turmoil's 1-5 ms"
+                .into(),
+        );
+    }
+    items.push(
+        "clock drift / slow timers: every host's tokio clock advances by the same tick".into(),
+    );
+    items.push(
+        "latency distribution: turmoil draws latency from an exponential curve between the \
+         bounds; leasesim's scenario draws it uniformly"
+            .into(),
+    );
+    items
 }
 
 fn main() {
