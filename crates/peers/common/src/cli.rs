@@ -1,7 +1,8 @@
 //! The command line every side's binary shares.
 //!
 //! Terminology:
-//! - `measure [--workload NAME] [--out FILE] [--ranges N] [--cap N] [--correct-runs N] [--correct-s S] [--budget-s S]`: the figures as JSON.
+//! - `measure [--workload NAME] [--out FILE] [--ranges N] [--cap N] [--correct-runs N]
+//!   [--correct-s S] [--budget-s S]`: the figures as JSON.
 //! - `--workload NAME` (with `measure` and `run`): the workload (`workload::WORKLOADS`;
 //!   `holder-long-jobs` unless given). [`workload_of`] reads it; a side calls it before it
 //!   builds anything that depends on the workload.

@@ -1,8 +1,9 @@
 //! The leasesim side of the side-by-side: the workload is its builtin scenario itself
-//! (`holder-long-jobs`, or `holder-slow-release` with the workload's overrides written in as
-//! `leasesim replay --choices` writes them: `faults.reply_lost.OP = 0.02`), run by `leasesim::runner::run` exactly as `leasesim fuzz` runs
-//! a seed (random strategy, no events kept, no choices recorded, halting checkers), with the
-//! holder-lock system's own workers.
+//! (`holder-long-jobs`; `holder-slow-release` or `holder-volatile` with the workload's
+//! overrides written in as `leasesim replay --choices` writes them, e.g.
+//! `faults.reply_lost.OP = 0.02`), run by `leasesim::runner::run` exactly as `leasesim fuzz`
+//! runs a seed (random strategy, no events kept, no choices recorded, halting checkers), with
+//! the holder-lock system's own workers.
 //!
 //! Terminology:
 //! - *verdict*: the runner's outcome in the shared form (`peers_common::recorder::Verdict`):

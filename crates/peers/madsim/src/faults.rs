@@ -1,8 +1,8 @@
 //! The faults of a run, through madsim's own means.
 //!
 //! Terminology:
-//! - *latency*: madsim's `net.send_latency` (`NetSim::update_config`), drawn per message (request and reply each):
-//!   the workload's 1..5 ms one way.
+//! - *latency*: madsim's `net.send_latency` (`NetSim::update_config`), drawn per message
+//!   (request and reply each): the workload's 1..5 ms one way.
 //! - *lost reply*: `NetSim::hook_rpc_rsp` on each replica's node drops a share of the store's
 //!   replies (the store applied the call; the worker's `call_timeout` answers `Timeout`).
 //!   madsim's `net.packet_loss_rate` would lose requests and replies alike, so it stays 0.
@@ -12,12 +12,13 @@
 //!   `probability`, paused for `duration_ms`, safety phase only; each pause is recorded
 //!   (`Paused { until_ms }`, `Resumed`), as leasesim's world records it, so the checkers know
 //!   which attempts ran paused.
-//! - *store restart*: `Handle::kill` then `Handle::restart` of the store node, which drops every task of its life
-//!   (the keys with them; the `StoreNode` reports what it held as lost) and runs its `init`
-//!   again: an empty store on the same address. Drawn as leasesim's `[faults.store_restart]`
-//!   ticker draws it: every `every_ms`, with `probability`, safety phase only. A call the
-//!   store node had taken in but not answered at that instant would lose its answer (the
-//!   caller's timeout answers); leasesim's restart falls between two calls.
+//! - *store restart*: `Handle::kill` then `Handle::restart` of the store node, which drops
+//!   every task of its life (the keys with them; the `StoreNode` reports what it held as
+//!   lost) and runs its `init` again: an empty store on the same address. Drawn as
+//!   leasesim's `[faults.store_restart]` ticker draws it: every `every_ms`, with
+//!   `probability`, safety phase only. A call the store node had taken in but not answered at
+//!   that instant would lose its answer (the caller's timeout answers); leasesim's restart
+//!   falls between two calls.
 //! - *crash*: `Handle::kill` of a replica's node (every task dropped, mid-attempt), then
 //!   `Handle::restart`, which runs the node's `init` again: a fresh worker.
 //!
