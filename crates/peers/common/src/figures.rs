@@ -185,7 +185,7 @@ fn footnotes(sides: &[Figures]) -> String {
             );
         }
         if !side.cannot_express.is_empty() {
-            let _ = writeln!(out, "\n{} cannot express:\n", side.peer);
+            let _ = writeln!(out, "\n{} cannot express, or leaves out:\n", side.peer);
             for item in &side.cannot_express {
                 let _ = writeln!(out, "- {item}");
             }

@@ -14,8 +14,8 @@
 //!   system declares), and the trace hash (FNV-1a over every event, in order).
 //! - *store node*: [`StoreNode`], the system crate's `ClaimStore` applied at the peer's
 //!   virtual time, reporting what it applied. Its keys live in the store process's memory:
-//!   when a peer kills the process (a crash; madsim's `Handle::restart`, turmoil's
-//!   `Sim::bounce`), the node is dropped with it and reports what it held as lost
+//!   when a peer kills the process (a crash; madsim's `Handle::kill` then `Handle::restart`,
+//!   turmoil's `Sim::bounce`), the node is dropped with it and reports what it held as lost
 //!   (`Note::Forgot` with cause `Restart`, as leasesim's store restart notes it); the process's
 //!   next life starts with an empty store.
 //!
@@ -281,7 +281,7 @@ impl Inner {
 pub struct StoreNode {
     store: ClaimStore,
     recorder: Recorder,
-    /// The peer's virtual time in ms, read when the node is dropped.
+    /// The peer's virtual time in ms, read when the node is dropped while the run goes on.
     now_ms: Box<dyn Fn() -> u64>,
 }
 
@@ -305,9 +305,10 @@ impl StoreNode {
 
 impl Drop for StoreNode {
     /// The store's process ended: a crash while the run goes on loses every key, noted as
-    /// leasesim's store restart notes it (nothing is noted once the run has ended).
+    /// leasesim's store restart notes it. Nothing is noted once the run has ended (the peer
+    /// winds down), nor while a panic unwinds it (the clock may be gone, and the run is lost).
     fn drop(&mut self) {
-        if self.recorder.finished() {
+        if std::thread::panicking() || self.recorder.finished() {
             return;
         }
         let at_ms = (self.now_ms)();

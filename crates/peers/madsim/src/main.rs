@@ -50,16 +50,14 @@ fn cannot_express() -> Vec<String> {
                 .into(),
         );
     }
-    if workload.pauses.is_some() || workload.store_restarts.is_some() {
-        items.push(
-            "replica crash and restart (on no side): Handle::kill/restart work, but a \
-             restarted replica's releases are credited to its old life and fail \
-             release-reported for the correct worker, and leasesim's holder-lock has no replica \
-             crash to mirror (its stopped replicas restart with a fresh worker after stop() \
-             returned)"
-                .into(),
-        );
-    }
+    items.push(
+        "replica crash and restart, left out on every side: Handle::kill/restart of a replica \
+         node work (--faults crash), but the recorder credits a restarted replica's releases \
+         to its old life, failing release-reported for the correct worker, and leasesim's \
+         holder-lock has no replica crash to mirror (its stopped replicas restart with a fresh \
+         worker after stop() returned)"
+            .into(),
+    );
     items
 }
 

@@ -7,9 +7,9 @@
 //!   gaps, token parts) come from the replicas' seeded generators.
 //! - *supervisor*: the future given to `block_on`, madsim's "main node": it creates the nodes,
 //!   injects faults through the runtime `Handle`, and waits for every replica's life to end.
-//! - *store life*: the store node's `init` starts an empty store; `Handle::restart` of the
-//!   node (a store restart) drops the old life's tasks and keys, and its `StoreNode` reports
-//!   what it held as lost.
+//! - *store life*: the store node's `init` starts an empty store; `Handle::kill` then
+//!   `Handle::restart` of the node (a store restart) drops the old life's tasks and keys, its
+//!   `StoreNode` reports what it held as lost, and `init` runs again.
 //! - *node life*: what a node's `init` closure starts; madsim runs it again on `restart`, so
 //!   a restarted replica starts a fresh worker (its generator reseeded with its life number).
 //! - *run context*: the recorder and clock of the current run, in a thread-local: madsim

@@ -17,7 +17,9 @@
 //!   of the store host between two steps, drawn as leasesim's `[faults.store_restart]` ticker
 //!   draws it (every `every_ms`, with `probability`, safety phase only) from its own stream
 //!   ([`RESTART_STREAM`]): the host's software is dropped (its `StoreNode` reports the keys it
-//!   held as lost) and started again with an empty store. Pauses turmoil cannot express; see
+//!   held as lost, stamped with the simulation's elapsed time as the step loop last read it:
+//!   inside a bounce no tokio runtime is entered, so turmoil's own clock would read the wall
+//!   clock) and started again with an empty store. Pauses turmoil cannot express; see
 //!   [`cannot_express`] for the others.
 //! - *seed*: `Builder::rng_seed` seeds turmoil's network draws; the workload's own draws
 //!   (jobs, gaps, tokens) come from per-replica `peers_common::rng::Rng` streams of the same
@@ -36,7 +38,7 @@ use peers_common::driver::replica_life;
 use peers_common::ports::{PeerTime, Replica, Transport};
 use peers_common::recorder::{Recorder, StoreNode, Verdict};
 use peers_common::rng::Rng;
-use peers_common::workload::{self, CALL_TIMEOUT_MS, LATENCY_MS, REPLICAS};
+use peers_common::workload::{self, CALL_TIMEOUT_MS, LATENCY_MS, REPLICAS, Restarts};
 use peers_common::{wire, workers};
 use tokio::sync::oneshot;
 use turmoil::net::UdpSocket;
@@ -101,9 +103,16 @@ impl UdpTransport {
 
 /// One life of the store host (`life` counts from 0; a bounce starts the next): applies every
 /// request frame it receives and answers it (but for the replies the workload loses).
-async fn store_host(recorder: Recorder, seed: u64, life: u64) -> turmoil::Result {
+/// `stepped_ms`: the simulation's elapsed ms as the step loop last read it (the clock of the
+/// store's drop).
+async fn store_host(
+    recorder: Recorder,
+    seed: u64,
+    life: u64,
+    stepped_ms: Rc<Cell<u64>>,
+) -> turmoil::Result {
     let socket = UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), STORE_PORT)).await?;
-    let mut node = StoreNode::new(recorder, || TurmoilTime.now_ms());
+    let mut node = StoreNode::new(recorder, move || stepped_ms.get());
     let mut losses = Rng::new(
         seed ^ life.wrapping_mul(0x9E37_79B9_7F4A_7C15),
         STORE_STREAM,
@@ -153,8 +162,10 @@ fn simulation<'a>(seed: u64) -> turmoil::Sim<'a> {
         .build()
 }
 
-/// The store's restart ticker: when its next tick falls, and what draws it.
+/// The store's restart ticker: the workload's restarts, when its next tick falls, and what
+/// draws it.
 struct Restarter {
+    restarts: Restarts,
     next_ms: u64,
     rng: Rng,
 }
@@ -164,21 +175,29 @@ impl Restarter {
         let restarts = workload::current().store_restarts?;
         let mut rng = Rng::new(seed, RESTART_STREAM);
         let next_ms = rng.range(restarts.every_ms.0, restarts.every_ms.1);
-        Some(Restarter { next_ms, rng })
+        Some(Restarter {
+            restarts,
+            next_ms,
+            rng,
+        })
     }
 
-    /// Bounces the store host if a tick fell by `sim`'s elapsed time and it strikes.
-    fn tick(&mut self, sim: &mut turmoil::Sim<'_>) {
-        let restarts = workload::current().store_restarts.expect("a restarter");
-        let now_ms = u64::try_from(sim.elapsed().as_millis()).unwrap_or(u64::MAX);
+    /// Bounces the store host if a tick fell by `now_ms` and it strikes.
+    fn tick(&mut self, sim: &mut turmoil::Sim<'_>, now_ms: u64) {
         if now_ms < self.next_ms || self.next_ms >= workload::SAFETY_MS {
             return;
         }
-        if self.rng.coin(restarts.probability) {
+        if self.rng.coin(self.restarts.probability) {
             sim.bounce("store");
         }
-        self.next_ms += self.rng.range(restarts.every_ms.0, restarts.every_ms.1);
+        let (min, max) = self.restarts.every_ms;
+        self.next_ms += self.rng.range(min, max);
     }
+}
+
+/// The simulation's elapsed time in whole ms.
+fn elapsed_ms(sim: &turmoil::Sim<'_>) -> u64 {
+    u64::try_from(sim.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// One run of `worker` with `seed`, judged; ends at the first violation, as leasesim does.
@@ -187,9 +206,11 @@ fn run_once(worker: &str, seed: u64, keep: bool) -> Verdict {
     let mut sim = simulation(seed);
     let store_recorder = recorder.clone();
     let lives = Rc::new(Cell::new(0u64));
+    let stepped_ms = Rc::new(Cell::new(0u64));
+    let store_clock = stepped_ms.clone();
     sim.host("store", move || {
         let life = lives.replace(lives.get() + 1);
-        store_host(store_recorder.clone(), seed, life)
+        store_host(store_recorder.clone(), seed, life, store_clock.clone())
     });
     let mut restarter = Restarter::new(seed);
     for index in 0..REPLICAS {
@@ -202,11 +223,12 @@ fn run_once(worker: &str, seed: u64, keep: bool) -> Verdict {
         if finished || recorder.violated() {
             break;
         }
+        stepped_ms.set(elapsed_ms(&sim));
         if let Some(restarter) = restarter.as_mut() {
-            restarter.tick(&mut sim);
+            restarter.tick(&mut sim, stepped_ms.get());
         }
     }
-    let end_ms = u64::try_from(sim.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let end_ms = elapsed_ms(&sim);
     recorder.finish(end_ms)
 }
 
@@ -244,6 +266,12 @@ fn cannot_express() -> Vec<String> {
     }
     items.push(
         "clock drift / slow timers: every host's tokio clock advances by the same tick".into(),
+    );
+    items.push(
+        "replica crash and restart, left out on every side: Sim::crash / Sim::bounce of a \
+         replica host would do it, but leasesim's holder-lock has no replica crash to mirror, \
+         and the recorder credits a restarted replica's new worker to its old life"
+            .into(),
     );
     items.push(
         "latency distribution: turmoil draws latency from an exponential curve between the \
