@@ -23,9 +23,11 @@
 //! so the recorder is an `Rc<RefCell<..>>`: reports arrive in the order they happen.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
+use futures::channel::oneshot;
 use leasesim_events::{EPOCH_MS, Event, EventKind, Flow, Phase, ReplicaId, Stamped};
 use leasesim_holder_lock::HolderLock;
 use leasesim_holder_lock::checkers::{CheckConfig, CheckerSet, all_checkers};
@@ -83,6 +85,8 @@ struct Inner {
     /// The run ended ([`Recorder::finish`]): later reports (a node dropped as the peer winds
     /// down) are not part of it.
     finished: bool,
+    /// Who waits for the first violation ([`Recorder::first_violation`]).
+    watchers: Vec<oneshot::Sender<()>>,
 }
 
 /// The recorder of one peer run (cheap to clone: every clone reports into the same run).
@@ -113,6 +117,7 @@ impl Recorder {
             keep,
             trace: Vec::new(),
             finished: false,
+            watchers: Vec::new(),
         };
         let recorder = Recorder(Rc::new(RefCell::new(inner)));
         recorder
@@ -211,6 +216,23 @@ impl Recorder {
         self.0.borrow().checkers.violation().is_some()
     }
 
+    /// Resolves once a checker has found a violation (at once if one has): a side that runs
+    /// its world to a deadline ends it there, as leasesim's halting checkers end a run.
+    pub fn first_violation(&self) -> impl Future<Output = ()> + use<> {
+        let (sender, receiver) = oneshot::channel();
+        let mut inner = self.0.borrow_mut();
+        match inner.checkers.violation() {
+            Some(_) => drop(sender.send(())),
+            None => inner.watchers.push(sender),
+        }
+        async move {
+            if receiver.await.is_err() {
+                // The recorder is gone without a violation: nothing will ever resolve this.
+                futures::future::pending::<()>().await;
+            }
+        }
+    }
+
     /// The run ended at `end_ms`: the end phase, the checkers' final verdict and the hash.
     pub fn finish(&self, end_ms: u64) -> Verdict {
         let mut inner = self.0.borrow_mut();
@@ -271,6 +293,11 @@ impl Inner {
         }
         if self.checkers.violation().is_none() {
             let _: Flow = self.checkers.on_event(&stamped);
+            if self.checkers.violation().is_some() {
+                for watcher in self.watchers.drain(..) {
+                    let _ = watcher.send(());
+                }
+            }
         }
     }
 }

@@ -6,7 +6,8 @@
 //!   latencies, losses and its scheduling order from the seed; the peers' own draws (jobs,
 //!   gaps, token parts) come from the replicas' seeded generators.
 //! - *supervisor*: the future given to `block_on`, madsim's "main node": it creates the nodes,
-//!   injects faults through the runtime `Handle`, and waits for every replica's life to end.
+//!   injects faults through the runtime `Handle`, and waits for every replica's life to end
+//!   or the first violation, whichever comes first.
 //! - *store life*: the store node's `init` starts an empty store; `Handle::kill` then
 //!   `Handle::restart` of the node (a store restart) drops the old life's tasks and keys, its
 //!   `StoreNode` reports what it held as lost, and `init` runs again.
@@ -112,7 +113,12 @@ pub async fn supervise(spec: RunSpec) -> Verdict {
         lives_ended,
         faults::inject(&handle, &store, &replicas, spec.faults, &recorder),
     );
-    let _ = madsim::time::timeout(limit, faulted).await;
+    // The run ends at its first violation, as a failing assertion ends a `#[madsim::test]`
+    // (and as leasesim's halting checkers and the turmoil side end theirs), or when every
+    // replica's life ended, or at the limit.
+    let to_the_end = std::pin::pin!(madsim::time::timeout(limit, faulted));
+    let violated = std::pin::pin!(recorder.first_violation());
+    futures::future::select(to_the_end, violated).await;
     let verdict = recorder.finish(time.now_ms());
     wind_down(&handle, std::iter::once(&store).chain(&replicas)).await;
     RUN.with(|run| *run.borrow_mut() = None);
@@ -204,10 +210,24 @@ mod tests {
     }
 
     #[madsim::test]
-    async fn plain_delete_frees_a_rivals_claim() {
-        let verdict = supervise(spec("plain-delete", Handle::current().seed())).await;
+    async fn plain_delete_frees_a_rivals_claim_and_the_run_ends_there() {
+        let seed = Handle::current().seed();
+        let verdict = supervise(RunSpec {
+            keep_trace: true,
+            ..spec("plain-delete", seed)
+        })
+        .await;
         let caught = verdict.violation.expect("a violation");
         assert!(caught.starts_with("delete-own-claim"), "{caught}");
+        // The end phase follows the violation, long before the replicas' stop at 50 s.
+        let end = verdict.trace.last().expect("a trace");
+        assert!(end.contains("Phase(End)"), "{end}");
+        let end_ms: u64 = end
+            .strip_prefix("t=")
+            .and_then(|rest| rest.trim_start().split("ms").next())
+            .and_then(|ms| ms.parse().ok())
+            .expect("a stamped line");
+        assert!(end_ms < workload::STOP_AT_MS, "{end}");
     }
 
     #[test]
