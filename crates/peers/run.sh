@@ -68,7 +68,9 @@ build_and_measure leasesim "$here/leasesim" peers-leasesim
 build_and_measure turmoil "$here/turmoil" peers-turmoil
 build_and_measure madsim "$here/madsim" peer-madsim RUSTFLAGS="--cfg madsim"
 
-commit="$(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- . || echo ' (with uncommitted changes)')"
+# The page written by the last run is no change to what is measured.
+commit="$(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- . \
+    ':!crates/peers/figures.md' || echo ' (with uncommitted changes)')"
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 {
     echo "## Side by side: leasesim, madsim, turmoil (holder-lock)"
