@@ -11,7 +11,9 @@
 //!   [`SAFETY_MS`], shutdown at [`STOP_AT_MS`] (each before the first event at or after its
 //!   instant), end at [`Recorder::finish`].
 //! - *verdict*: the first violation of the checkers (`all_checkers`: every invariant the
-//!   system declares), and the trace hash (FNV-1a over every event, in order).
+//!   system declares), and the trace hash (FNV-1a over every event, in order). A side ends
+//!   its run there: turmoil's step loop asks [`Recorder::violated`], madsim's supervisor
+//!   awaits [`Recorder::first_violation`].
 //! - *store node*: [`StoreNode`], the system crate's `ClaimStore` applied at the peer's
 //!   virtual time, reporting what it applied. Its keys live in the store process's memory:
 //!   when a peer kills the process (a crash; madsim's `Handle::kill` then `Handle::restart`,
