@@ -3,70 +3,78 @@
 
 use leasesim_events::{OpSet, ReplicaId};
 use leasesim_holder_lock::events::{EndKind, Forgetting, Key, Note, Op, ReleaseKind, Request};
-use leasesim_holder_lock::load_scenario;
+use leasesim_holder_lock::{Scenario, load_scenario};
 use peers_common::recorder::{Recorder, StoreNode, Verdict};
-use peers_common::workload;
+use peers_common::workload::{self, Workload};
 
 const R1: ReplicaId = ReplicaId(0);
 const R2: ReplicaId = ReplicaId(1);
 
-#[test]
-fn the_workload_is_the_builtin_scenario() {
-    let path = concat!(
+/// The builtin scenario `w` is taken from, as the loader reads its file.
+fn builtin(w: &Workload) -> Scenario {
+    let path = format!(
+        "{}/../../../scenarios/holder-lock/{}.toml",
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../scenarios/holder-lock/holder-long-jobs.toml"
+        w.scenario
     );
-    let scenario = load_scenario(std::path::Path::new(path)).expect("the builtin scenario");
-    assert_eq!(scenario.name, workload::SCENARIO);
+    load_scenario(std::path::Path::new(&path)).expect("the builtin scenario")
+}
+
+/// What every workload shares with its scenario: replicas, phases (the safety phase as the
+/// workload's overrides set it), claim, schedule, job, each operation's latency, the call
+/// timeout.
+fn assert_shared(scenario: &Scenario, w: &Workload) {
+    assert_eq!(scenario.name, w.scenario);
     assert_eq!(scenario.replicas, workload::REPLICAS);
-    assert_eq!(scenario.duration_ms, workload::SAFETY_MS);
+    let safety_ms = w
+        .overrides
+        .iter()
+        .find(|(key, _)| *key == "duration_ms")
+        .map_or(scenario.duration_ms, |(_, ms)| *ms as u64);
+    assert_eq!(safety_ms, workload::SAFETY_MS);
     assert_eq!(scenario.liveness_ms, workload::LIVENESS_MS);
-    assert_eq!(scenario.settings.claim, workload::claim());
+    assert_eq!(scenario.settings.claim, w.claim());
     assert_eq!(
         scenario.settings.attempt_bound_ms,
         workload::ATTEMPT_BOUND_MS
     );
     let every = scenario.schedule.run_every_ms;
-    assert_eq!((every.min, every.max), workload::RUN_EVERY_MS);
-    let job = &scenario.settings.job;
-    assert_eq!((job.duration_ms.min, job.duration_ms.max), workload::JOB_MS);
-    let long = job.long_duration_ms;
-    assert_eq!((long.min, long.max), workload::LONG_JOB_MS);
-    assert_eq!(job.long_share.get(), workload::LONG_SHARE);
-    assert_eq!(job.step_ms.get(), workload::STEP_MS);
-    for &op in [Op::Create, Op::DeleteIfHolder].iter() {
-        let latency = scenario.latency.get(op);
-        assert_eq!((latency.min, latency.max), workload::LATENCY_MS, "{op:?}");
-    }
-}
-
-#[test]
-fn the_second_workload_is_holder_slow_release() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../scenarios/holder-lock/holder-slow-release.toml"
-    );
-    let scenario = load_scenario(std::path::Path::new(path)).expect("the builtin scenario");
-    let w = workload::SLOW_RELEASE;
-    assert_eq!(scenario.name, w.scenario);
-    assert_eq!(scenario.replicas, workload::REPLICAS);
-    assert_eq!(scenario.duration_ms, workload::SAFETY_MS);
-    assert_eq!(scenario.liveness_ms, workload::LIVENESS_MS);
-    assert_eq!(scenario.settings.claim, w.claim());
-    let every = scenario.schedule.run_every_ms;
     assert_eq!((every.min, every.max), w.run_every_ms);
     let job = &scenario.settings.job;
     assert_eq!((job.duration_ms.min, job.duration_ms.max), w.job_ms);
     assert_eq!(job.long_share.get(), w.long_share);
+    if w.long_share > 0.0 {
+        let long = job.long_duration_ms;
+        assert_eq!((long.min, long.max), w.long_job_ms);
+    }
     assert_eq!(job.step_ms.get(), w.step_ms);
-    for op in [Op::Create, Op::Renew] {
+    // A slow operation's legs are the workload's slow ones; the others take the peers'
+    // network latency alone.
+    for &op in Op::ALL {
         let latency = scenario.latency.get(op);
-        assert_eq!((latency.min, latency.max), workload::LATENCY_MS, "{op:?}");
+        let legs = (latency.min, latency.max);
+        match w.slow_ops.contains(&op.name()) {
+            true => assert_eq!(Some(legs), w.slow_ms, "{op:?}"),
+            false => assert_eq!(legs, workload::LATENCY_MS, "{op:?}"),
+        }
     }
-    for op in [Op::DeleteIfHolder, Op::Get, Op::Delete, Op::Set] {
-        let latency = scenario.latency.get(op);
-        assert_eq!(Some((latency.min, latency.max)), w.slow_ms, "{op:?}");
-    }
+    assert_eq!(scenario.faults.timeout_ms.get(), workload::CALL_TIMEOUT_MS);
+}
+
+#[test]
+fn the_workload_is_the_builtin_scenario() {
+    let w = workload::LONG_JOBS;
+    assert_eq!(w.scenario, workload::SCENARIO);
+    assert_shared(&builtin(&w), &w);
+    assert!(w.overrides.is_empty() && w.slow_ops.is_empty());
+}
+
+#[test]
+fn the_second_workload_is_holder_slow_release() {
+    let w = workload::SLOW_RELEASE;
+    let scenario = builtin(&w);
+    assert_shared(&scenario, &w);
+    assert_eq!(w.slow_ops, workload::SLOW_OPS);
     let pause = &scenario.faults.pause;
     let pauses = w.pauses.expect("pauses");
     assert_eq!(pause.probability.get(), pauses.probability);
@@ -75,7 +83,6 @@ fn the_second_workload_is_holder_slow_release() {
         (pause.duration_ms.min, pause.duration_ms.max),
         pauses.duration_ms
     );
-    assert_eq!(scenario.faults.timeout_ms.get(), workload::CALL_TIMEOUT_MS);
     // The lost replies are the workload's overrides: the file has none.
     assert_eq!(scenario.faults.reply_lost.get(Op::Create).get(), 0.0);
     assert!(w.overrides.iter().all(|(_, share)| *share == w.reply_lost));
@@ -83,37 +90,10 @@ fn the_second_workload_is_holder_slow_release() {
 
 #[test]
 fn the_third_workload_is_holder_volatile_with_restarts_only() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../scenarios/holder-lock/holder-volatile.toml"
-    );
-    let scenario = load_scenario(std::path::Path::new(path)).expect("the builtin scenario");
     let w = workload::VOLATILE;
-    assert_eq!(scenario.name, w.scenario);
-    assert_eq!(scenario.replicas, workload::REPLICAS);
-    assert_eq!(scenario.liveness_ms, workload::LIVENESS_MS);
-    assert_eq!(scenario.settings.claim, w.claim());
-    let every = scenario.schedule.run_every_ms;
-    assert_eq!((every.min, every.max), w.run_every_ms);
-    let job = &scenario.settings.job;
-    assert_eq!((job.duration_ms.min, job.duration_ms.max), w.job_ms);
-    assert_eq!(job.long_share.get(), w.long_share);
-    assert_eq!(job.step_ms.get(), w.step_ms);
-    assert_eq!(
-        scenario.settings.attempt_bound_ms,
-        workload::ATTEMPT_BOUND_MS
-    );
-    for op in [Op::Create, Op::Renew, Op::DeleteIfHolder] {
-        let latency = scenario.latency.get(op);
-        assert_eq!(Some((latency.min, latency.max)), w.slow_ms, "{op:?}");
-        assert!(w.slow_ops.contains(&op.name()), "{op:?}");
-    }
-    // The others (a plain delete's, a read's) take the peers' network latency alone.
-    for op in [Op::Get, Op::Delete, Op::Set] {
-        let latency = scenario.latency.get(op);
-        assert_eq!((latency.min, latency.max), workload::LATENCY_MS, "{op:?}");
-        assert!(!w.slow_ops.contains(&op.name()), "{op:?}");
-    }
+    let scenario = builtin(&w);
+    assert_shared(&scenario, &w);
+    assert_eq!(w.slow_ops, ["create", "renew", "delete_if_holder"]);
     let restart = &scenario.settings.forgetting[Forgetting::Restart.index()];
     let restarts = w.store_restarts.expect("store restarts");
     assert_eq!(restart.probability.get(), restarts.probability);
@@ -121,7 +101,6 @@ fn the_third_workload_is_holder_volatile_with_restarts_only() {
         (restart.every_ms.min, restart.every_ms.max),
         restarts.every_ms
     );
-    assert_eq!(scenario.faults.timeout_ms.get(), workload::CALL_TIMEOUT_MS);
     // The file also evicts and fails over, and runs 40 s of safety: the overrides take the
     // first two away and shorten the third to the other workloads' 30 s.
     for cause in [Forgetting::Eviction, Forgetting::Failover] {
